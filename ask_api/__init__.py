@@ -1,0 +1,1 @@
+"""The agents' HTTP API (`/v1`), and a small client for agents to import."""

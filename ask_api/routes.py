@@ -1,0 +1,282 @@
+"""`/v1` routes: agents ask, wait, withdraw and call gated operations; the operator answers."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from ask_api.schemas import AnswerBody, AskBody, CallBody, parse_time
+from ask_api.views import ask_view, operator_view
+from bot import asks as rules
+from bot.broker import Broker, KeyReused, NewAsk, NoReachableResponder
+from bot.config import MAX_TIMEOUT_S
+from bot.responders import OPERATOR
+from bot.tokens import Caller, TokenBook
+
+log = logging.getLogger("aye.api")
+
+MAX_BODY = 64 * 1024
+MAX_WAIT_S = 300
+DEFAULT_WAIT_S = 30
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+CALLER = web.AppKey("caller", Caller)
+Model = TypeVar("Model", bound=BaseModel)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+    def response(self) -> web.Response:
+        body: dict[str, Any] = {"error": self.code, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        return web.json_response(body, status=self.status)
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _invalid(exc: ValidationError) -> ApiError:
+    err = exc.errors(include_input=False)[0]
+    loc = tuple(p for p in err["loc"] if p not in ("function-after",))
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif err["type"] == "missing":
+        msg = "required"
+    field = _field(loc) or None
+    return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
+
+
+async def read_json(request: web.Request) -> Any:
+    """The body as JSON, refusing more than 64 KiB before reading it all."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, "body_too_large", "the body is over 64 KiB")
+    size, chunks = 0, []
+    async for chunk in request.content.iter_chunked(16384):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ApiError(413, "body_too_large", "the body is over 64 KiB")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks) or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "malformed_body", "the body is not valid JSON") from None
+
+
+async def parse(request: web.Request, model: type[Model]) -> tuple[Model, dict[str, Any]]:
+    data = await read_json(request)
+    if not isinstance(data, dict):
+        raise ApiError(400, "malformed_body", "the body must be a JSON object")
+    try:
+        return model.model_validate(data), data
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return exc.response()
+    except web.HTTPRequestEntityTooLarge:
+        return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
+    except web.HTTPException as exc:
+        if exc.status >= 400 and request.path.startswith("/v1"):
+            return ApiError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason).response()
+        raise
+
+
+class AskApi:
+    def __init__(self, broker: Broker, tokens: TokenBook) -> None:
+        self.broker = broker
+        self.tokens = tokens
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.post("/v1/asks", self.create),
+            web.get("/v1/asks", self.list),
+            web.get("/v1/asks/{id}", self.get),
+            web.get("/v1/asks/{id}/wait", self.wait),
+            web.delete("/v1/asks/{id}", self.withdraw),
+            web.post("/v1/asks/{id}/answer", self.answer),
+            web.post("/v1/calls", self.call),
+        ]
+
+    @web.middleware
+    async def auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.path.startswith("/v1/"):
+            return await handler(request)
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        caller = self.tokens.caller(token.strip()) if scheme.lower() == "bearer" else None
+        if caller is None:
+            raise ApiError(401, "unauthorized", "a valid bearer token is required")
+        request[CALLER] = caller
+        return await handler(request)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _agent(request: web.Request) -> Caller:
+        caller = request[CALLER]
+        if caller.is_operator:
+            raise ApiError(403, "agents_only", "this route takes an agent's token")
+        return caller
+
+    async def _ask(self, request: web.Request) -> tuple[Caller, Any]:
+        caller = request[CALLER]
+        agent = None if caller.is_operator else caller.agent.name
+        ask = await self.broker.find(request.match_info["id"], agent)
+        if ask is None:
+            raise ApiError(404, "not_found", "no such ask")
+        return caller, ask
+
+    async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
+        if caller.is_operator:
+            return operator_view(ask, await self.broker.history(ask.seq))
+        view = ask_view(ask)
+        await self.broker.mark_read(ask)
+        return view
+
+    # -- routes ------------------------------------------------------------------------------
+
+    async def create(self, request: web.Request) -> web.Response:
+        caller = self._agent(request)
+        body, raw = await parse(request, AskBody)
+        now = self.broker.clock.now()
+        deadline = None
+        if body.deadline is not None:
+            deadline = parse_time(body.deadline)
+            if deadline <= now:
+                raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
+            if deadline > now + MAX_TIMEOUT_S:
+                raise ApiError(
+                    422, "invalid_field", "deadline: at most 8760h ahead", "deadline"
+                )
+        if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
+            raise ApiError(
+                422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
+            )
+        new = NewAsk(
+            question=body.question, options=body.options, context=body.context,
+            deadline=deadline, timeout_s=body.timeout_s,
+            work=body.work.as_dict() if body.work else None, key=body.key,
+            sensitive=body.sensitive, body=raw,
+        )
+        assert caller.agent is not None
+        try:
+            ask, created = await self.broker.create_question(caller.agent, new)
+        except KeyReused:
+            raise ApiError(
+                409, "key_reused", "this key was used before with a different body", "key"
+            ) from None
+        except NoReachableResponder:
+            raise ApiError(
+                422, "no_reachable_responder",
+                "none of this question's responders can be reached on a running surface",
+            ) from None
+        return web.json_response(ask_view(ask), status=201 if created else 200)
+
+    async def get(self, request: web.Request) -> web.Response:
+        caller, ask = await self._ask(request)
+        return web.json_response(await self._view(caller, ask))
+
+    async def wait(self, request: web.Request) -> web.Response:
+        text = request.query.get("timeout", str(DEFAULT_WAIT_S))
+        try:
+            timeout = float(text)
+        except ValueError:
+            timeout = -1
+        if not 0 <= timeout <= MAX_WAIT_S:
+            raise ApiError(422, "invalid_field", "timeout: seconds from 0 to 300", "timeout")
+        caller, ask = await self._ask(request)
+        ask = await self.broker.wait(ask, timeout)
+        return web.json_response(await self._view(caller, ask))
+
+    async def withdraw(self, request: web.Request) -> web.Response:
+        caller, ask = await self._ask(request)
+        by = "operator:local" if caller.is_operator else f"agent:{ask.agent}"
+        done = await self.broker.withdraw(ask, by)
+        if done is None:
+            raise ApiError(409, "closed", f"the ask is already {ask.status}")
+        return web.json_response(await self._view(caller, done))
+
+    async def list(self, request: web.Request) -> web.Response:
+        caller = request[CALLER]
+        status = request.query.get("status") or None
+        if status is not None and status not in rules.STATUSES:
+            raise ApiError(
+                422, "invalid_field", f"status: one of {', '.join(rules.STATUSES)}", "status"
+            )
+        limit_text = request.query.get("limit", str(DEFAULT_LIMIT))
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
+            raise ApiError(422, "invalid_field", f"limit: 1 to {MAX_LIMIT}", "limit")
+        cursor_text = request.query.get("cursor") or None
+        if cursor_text is not None and not cursor_text.isdigit():
+            raise ApiError(422, "invalid_field", "cursor: not a cursor from this API", "cursor")
+        agent = None if caller.is_operator else caller.agent.name
+        asks, more = await self.broker.list(
+            agent, status, int(limit_text), int(cursor_text) if cursor_text else None
+        )
+        views = [operator_view(a, None) if caller.is_operator else ask_view(a) for a in asks]
+        return web.json_response(
+            {"asks": views, "next_cursor": str(more) if more is not None else None}
+        )
+
+    async def answer(self, request: web.Request) -> web.Response:
+        caller = request[CALLER]
+        if not caller.is_operator:
+            raise ApiError(403, "not_a_responder", "only the operator token answers here")
+        body, _ = await parse(request, AnswerBody)
+        _, ask = await self._ask(request)
+        result = await self.broker.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
+        if result.taken:
+            return web.json_response({"outcome": "taken", "ref": Broker.ref(ask)})
+        reason = result.reason or "closed"
+        words = rules.REASONS.get(reason, reason)
+        if reason == "not_a_responder":
+            raise ApiError(403, "not_a_responder", f"refused: {words}")
+        if reason == "invalid_answer":
+            raise ApiError(422, "invalid_answer", f"refused: {words}", "answer")
+        raise ApiError(409, "closed", f"refused: {words}")
+
+    async def call(self, request: web.Request) -> web.Response:
+        caller = self._agent(request)
+        body, _ = await parse(request, CallBody)
+        assert caller.agent is not None
+        work = body.work.as_dict() if body.work else None
+        decision = await self.broker.call(caller.agent, body.operation, body.input, work)
+        if decision.decision == "allow":
+            out: dict[str, Any] = {"decision": "allow"}
+            if decision.approval:
+                out["approval"] = decision.approval
+            return web.json_response(out)
+        if decision.decision == "pending" and decision.ask is not None:
+            return web.json_response(
+                {"decision": "pending", "ask": ask_view(decision.ask)}, status=202
+            )
+        return web.json_response(
+            {
+                "decision": "refuse",
+                "error": "approval_unavailable",
+                "message": "no responder of this operation's gate can be reached for this work",
+            },
+            status=403,
+        )

@@ -1,0 +1,75 @@
+"""How an ask looks in the API: the agent's view, and the operator's, which adds who and how."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from bot import asks as rules
+from bot.broker import Broker
+from store.models import AskRow
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    moment = datetime.fromtimestamp(ts, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
+    if ask.status != rules.ANSWERED:
+        return None
+    if ask.erased:
+        return {"value": None, "option": None, "note": None, "erased": True}
+    if ask.sensitive and operator:
+        # Nobody but the asking agent sees a sensitive answer, the operator included.
+        return {"value": None, "option": None, "note": None, "hidden": True}
+    return {"value": ask.answer_value, "option": ask.answer_option, "note": ask.answer_note}
+
+
+def ask_view(ask: AskRow) -> dict[str, Any]:
+    """What the agent that asked sees: never where it went or who answered."""
+    view: dict[str, Any] = {
+        "id": ask.id,
+        "ref": Broker.ref(ask),
+        "kind": ask.kind,
+        "status": ask.status,
+        "question": ask.question,
+        "options": ask.options,
+        "context": ask.context,
+        "deadline": iso(ask.deadline),
+        "work": ask.work,
+        "created_at": iso(ask.created_at),
+        "sensitive": ask.sensitive,
+        "answer": _answer(ask, operator=False),
+    }
+    if ask.kind == rules.APPROVAL:
+        view["operation"] = ask.operation
+        view["input"] = ask.call_input
+        if ask.status != rules.OPEN:
+            view["outcome"] = ask.outcome
+            if ask.outcome == rules.APPROVAL_REFUSED:
+                view["by"] = ask.answered_by
+    return view
+
+
+def operator_view(ask: AskRow, history: list[dict[str, Any]] | None) -> dict[str, Any]:
+    view = ask_view(ask)
+    view["answer"] = _answer(ask, operator=True)
+    view.update(
+        agent=ask.agent,
+        responders=list(ask.responders),
+        answered_by=ask.answered_by,
+        surface=ask.answer_surface,
+        closed_at=iso(ask.closed_at),
+    )
+    if ask.escalate_responders:
+        view["escalation"] = {
+            "responders": list(ask.escalate_responders),
+            "at": iso(ask.escalate_at),
+            "escalated_at": iso(ask.escalated_at),
+        }
+    if history is not None:
+        view["history"] = [{**entry, "at": iso(entry["at"])} for entry in history]
+    return view

@@ -1,0 +1,221 @@
+"""`aye`: serve, and the operator's commands over the HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime
+from typing import Any
+
+from bot.tokens import read_token_file, token_file_path
+from store.db import DEFAULT_URL
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+QUESTION_WIDTH = 60
+
+
+class Unreachable(Exception):
+    pass
+
+
+class Client:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            try:
+                return err.code, json.loads(err.read() or b"null")
+            except ValueError:
+                return err.code, {"error": "http", "message": f"HTTP {err.code}"}
+        except (urllib.error.URLError, OSError) as err:
+            raise Unreachable(f"cannot reach aye at {self.url}: {err}") from None
+
+
+def _client() -> Client:
+    token = os.environ.get("AYE_OPERATOR_TOKEN", "").strip()
+    if not token:
+        path = token_file_path(os.environ.get("AYE_DATABASE_URL", "").strip() or DEFAULT_URL)
+        token = read_token_file(path).get("operator", "")
+    return Client(os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER, token)
+
+
+def _when(text: str | None) -> float | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def relative(ts: float | None, now: float) -> str:
+    """`3m ago`, `in 2h`: the largest whole unit."""
+    if ts is None:
+        return "-"
+    delta = ts - now
+    span = abs(delta)
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
+        if span >= size or unit == "s":
+            amount = f"{int(span // size)}{unit}"
+            break
+    return f"in {amount}" if delta > 0 else f"{amount} ago"
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _failed(status: int, body: Any) -> int:
+    message = body.get("message", f"HTTP {status}") if isinstance(body, dict) else f"HTTP {status}"
+    print(f"aye: {message}", file=sys.stderr)
+    if status == 401:
+        print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
+              file=sys.stderr)
+    return EXIT_REFUSED if status in (403, 409, 422) else EXIT_USAGE if status == 404 else 1
+
+
+def cmd_asks(client: Client, args: argparse.Namespace) -> int:
+    query = "" if args.all else "?status=open"
+    rows: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        sep = "&" if query else "?"
+        path = "/v1/asks" + query + (f"{sep}cursor={cursor}" if cursor else "")
+        status, body = client.request("GET", path + ("&" if "?" in path else "?") + "limit=200")
+        if status != 200:
+            return _failed(status, body)
+        rows.extend(body["asks"])
+        cursor = body.get("next_cursor")
+        if not cursor or len(rows) >= args.max:
+            break
+    if not rows:
+        print("no open asks" if not args.all else "no asks")
+        return EXIT_OK
+    now = time.time()
+    table = [("REF", "STATUS", "AGE", "DEADLINE", "QUESTION")]
+    for ask in rows:
+        table.append((
+            ask["ref"], ask["status"], relative(_when(ask["created_at"]), now),
+            relative(_when(ask["deadline"]), now) if ask["status"] == "open" else "-",
+            _one_line(ask["question"], QUESTION_WIDTH),
+        ))
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    for row in table:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+    return EXIT_OK
+
+
+def cmd_show(client: Client, args: argparse.Namespace) -> int:
+    status, ask = client.request("GET", f"/v1/asks/{urllib.parse.quote(args.ref)}")
+    if status != 200:
+        return _failed(status, ask)
+    now = time.time()
+    print(f"{ask['ref']}  {ask['kind']}  {ask['status']}  (agent {ask.get('agent', '?')})")
+    print(f"question: {ask['question']}")
+    if ask.get("operation"):
+        print(f"operation: {ask['operation']}")
+        print(f"input: {json.dumps(ask.get('input'), indent=2, sort_keys=True)}")
+    elif ask.get("context"):
+        print(f"context: {ask['context']}")
+    if ask.get("options"):
+        print("options:")
+        for number, option in enumerate(ask["options"], start=1):
+            print(f"  {number}. {option}")
+    else:
+        print("options: free text")
+    print(f"for: {', '.join(ask.get('responders', []))}")
+    if ask.get("escalation"):
+        esc = ask["escalation"]
+        state = f"escalated {relative(_when(esc['escalated_at']), now)}" if esc.get(
+            "escalated_at") else f"escalates {relative(_when(esc['at']), now)}"
+        print(f"escalation: {', '.join(esc['responders'])} ({state})")
+    print(f"deadline: {ask['deadline']} ({relative(_when(ask['deadline']), now)})")
+    if ask.get("answer"):
+        answer = ask["answer"]
+        shown = "(sensitive, hidden)" if answer.get("hidden") or answer.get("erased") else (
+            answer["value"])
+        print(f"answer: {shown}  by {ask.get('answered_by')} via {ask.get('surface')}")
+        if answer.get("note"):
+            print(f"note: {answer['note']}")
+    if ask.get("outcome"):
+        print(f"outcome: {ask['outcome']}")
+    print("history:")
+    for entry in ask.get("history", []):
+        extra = ", ".join(
+            f"{k} {', '.join(v) if isinstance(v, list) else v}"
+            for k, v in entry.items() if k not in ("at", "event")
+        )
+        print(f"  {entry['at']}  {entry['event']}" + (f"  ({extra})" if extra else ""))
+    return EXIT_OK
+
+
+def cmd_answer(client: Client, args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"answer": args.answer}
+    if args.note:
+        body["note"] = args.note
+    status, reply = client.request("POST", f"/v1/asks/{urllib.parse.quote(args.ref)}/answer", body)
+    if status == 200:
+        print(f"taken: {args.ref} answered")
+        return EXIT_OK
+    return _failed(status, reply)
+
+
+def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
+    status, reply = client.request("DELETE", f"/v1/asks/{urllib.parse.quote(args.ref)}")
+    if status == 200:
+        print(f"withdrawn: {args.ref}")
+        return EXIT_OK
+    return _failed(status, reply)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="aye", description="Ask people, from agents.")
+    sub = top.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the whole service")
+    asks = sub.add_parser("asks", help="list open asks (or all)")
+    asks.add_argument("--all", action="store_true", help="every ask, not only open ones")
+    asks.add_argument("--max", type=int, default=1000, help=argparse.SUPPRESS)
+    show = sub.add_parser("show", help="one ask in full")
+    show.add_argument("ref")
+    answer = sub.add_parser("answer", help="answer as operator:local")
+    answer.add_argument("ref")
+    answer.add_argument("answer", help="an option's number or text, or free text")
+    answer.add_argument("--note", help="a remark beside the answer")
+    withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
+    withdraw.add_argument("ref")
+    return top
+
+
+COMMANDS = {"asks": cmd_asks, "show": cmd_show, "answer": cmd_answer, "withdraw": cmd_withdraw}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "serve":
+        from bot.app import serve
+
+        return serve()
+    try:
+        return COMMANDS[args.command](_client(), args)
+    except Unreachable as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

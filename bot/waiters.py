@@ -1,0 +1,94 @@
+"""Agents parked on `wait`: woken by the change itself, never by polling the store.
+
+In one process, a future per waiter keyed by ask id. Across processes on PostgreSQL, every
+change is also sent with NOTIFY on one channel, and each process LISTENs and wakes its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy.engine import make_url
+
+from store.db import NOTIFY_CHANNEL
+
+log = logging.getLogger("aye.waiters")
+
+
+class Waiters:
+    def __init__(self) -> None:
+        self._futures: dict[str, set[asyncio.Future[None]]] = {}
+
+    @contextlib.contextmanager
+    def watch(self, ask_id: str) -> Iterator[asyncio.Future[None]]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._futures.setdefault(ask_id, set()).add(future)
+        try:
+            yield future
+        finally:
+            waiting = self._futures.get(ask_id)
+            if waiting is not None:
+                waiting.discard(future)
+                if not waiting:
+                    del self._futures[ask_id]
+
+    def wake(self, ask_id: str) -> None:
+        for future in self._futures.get(ask_id, ()):
+            if not future.done():
+                future.set_result(None)
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._futures.values())
+
+
+class PgListener:
+    """LISTENs on the store's channel and wakes local waiters; reconnects when dropped."""
+
+    def __init__(self, url: str, waiters: Waiters) -> None:
+        self._dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._waiters = waiters
+        self._task: asyncio.Task[None] | None = None
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="aye-pg-listen")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.ready.wait(), timeout=10)
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._waiters.wake(payload)
+
+    async def _run(self) -> None:
+        backoff = 0.2
+        while True:
+            conn = None
+            try:
+                conn = await asyncpg.connect(self._dsn)
+                lost = asyncio.Event()
+                conn.add_termination_listener(lambda _c: lost.set())
+                await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+                self.ready.set()
+                backoff = 0.2
+                await lost.wait()
+                log.warning("store notification connection lost; reconnecting")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # reconnect whatever went wrong
+                log.warning("cannot listen for store notifications: %s", exc.__class__.__name__)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                if conn is not None and not conn.is_closed():
+                    with contextlib.suppress(Exception):
+                        await conn.close()
+
+    async def close(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,135 @@
+"""aye's tables. Times are UTC epoch seconds (float): portable across SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text, text
+from sqlmodel import Field, SQLModel
+
+SCHEMA_VERSION = 1
+
+# BIGINT on PostgreSQL, but INTEGER on SQLite, where only "INTEGER PRIMARY KEY" is the rowid
+# alias that autoincrements.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class AskRow(SQLModel, table=True):
+    """One question or approval, its answer and its clock."""
+
+    __tablename__ = "asks"
+    __table_args__ = (
+        Index("ix_asks_agent_seq", "agent", "seq"),
+        Index("ix_asks_status_seq", "status", "seq"),
+        Index("ix_asks_agent_status_seq", "agent", "status", "seq"),
+        Index("ix_asks_work_open", "work_key", "status"),
+        # Only open asks have a due time, so this index holds just what the clock can fire.
+        Index("ix_asks_due", "due_at"),
+        Index("ix_asks_agent_key", "agent", "idem_key", unique=True),
+        # One pending approval per exact call, decided by the database.
+        Index(
+            "ix_asks_open_call",
+            "call_hash",
+            unique=True,
+            sqlite_where=text("status = 'open'"),
+            postgresql_where=text("status = 'open'"),
+        ),
+        Index("ix_asks_call_approved", "call_hash", "approval_used_at"),
+    )
+
+    seq: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
+    id: str = Field(max_length=32, unique=True)
+    agent: str = Field(max_length=100)
+    kind: str = Field(max_length=16)
+    status: str = Field(max_length=16)
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    options: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    context: str | None = Field(default=None, sa_column=Column(Text))
+    work: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    work_key: str | None = Field(default=None, max_length=300)
+    responders: list[str] = Field(sa_column=Column(JSON, nullable=False))
+    escalate_responders: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    escalate_at: float | None = None
+    escalated_at: float | None = None
+    deadline: float
+    due_at: float | None = None
+    created_at: float
+    closed_at: float | None = None
+    idem_key: str | None = Field(default=None, max_length=200)
+    body_hash: str | None = Field(default=None, max_length=64)
+    sensitive: bool = False
+    answer_value: str | None = Field(default=None, sa_column=Column(Text))
+    answer_option: int | None = None
+    answer_note: str | None = Field(default=None, sa_column=Column(Text))
+    answered_by: str | None = Field(default=None, max_length=120)
+    answer_surface: str | None = Field(default=None, max_length=32)
+    outcome: str | None = Field(default=None, max_length=32)
+    read_at: float | None = None
+    erased: bool = False
+    operation: str | None = Field(default=None, max_length=200)
+    call_input: Any = Field(default=None, sa_column=Column(JSON))
+    call_hash: str | None = Field(default=None, max_length=64)
+    approval_used_at: float | None = None
+
+
+class HistoryRow(SQLModel, table=True):
+    """What happened to an ask, oldest first. Never holds a sensitive value."""
+
+    __tablename__ = "history"
+    __table_args__ = (Index("ix_history_ask", "ask_seq", "id"),)
+
+    id: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
+    ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    at: float
+    event: str = Field(max_length=16)
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class OutboxRow(SQLModel, table=True):
+    """Something a surface must show, written in the same transaction as the change it shows."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_due", "due_at"), Index("ix_outbox_ask", "ask_seq"))
+
+    id: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
+    ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    surface: str = Field(max_length=32)
+    action: str = Field(max_length=32)
+    # Surface-specific data (a comment id to react to…); never a sensitive value.
+    payload: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    created_at: float
+    # NULL once done: the delivery loop's index holds only pending work.
+    due_at: float | None = None
+    attempts: int = 0
+    claimed_until: float | None = None
+    done_at: float | None = None
+    last_error: str | None = Field(default=None, max_length=300)
+
+
+class PostRow(SQLModel, table=True):
+    """Where a surface showed an ask (channel and ts, comment id…), to update it later."""
+
+    __tablename__ = "posts"
+
+    ask_seq: int = Field(sa_column=Column(BigInteger, primary_key=True))
+    surface: str = Field(max_length=32, primary_key=True)
+    location: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    posted_at: float
+
+
+class DeliveryRow(SQLModel, table=True):
+    """Webhook deliveries already acted on (GitHub's X-GitHub-Delivery), so redeliveries are not."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_received", "received_at"),)
+
+    delivery_id: str = Field(max_length=100, primary_key=True)
+    source: str = Field(max_length=32)
+    received_at: float
+
+
+class MetaRow(SQLModel, table=True):
+    __tablename__ = "meta"
+
+    key: str = Field(max_length=64, primary_key=True)
+    value: str = Field(max_length=200)
