@@ -25,7 +25,7 @@ MAX_WAIT_S = 300
 DEFAULT_WAIT_S = 30
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-CALLER = web.AppKey("caller", Caller)
+CALLER = web.RequestKey("caller", Caller)
 Model = TypeVar("Model", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -142,7 +142,7 @@ class AskApi:
 
     async def _ask(self, request: web.Request) -> tuple[Caller, Any]:
         caller = request[CALLER]
-        agent = None if caller.is_operator else caller.agent.name
+        agent = caller.agent.name if caller.agent else None
         ask = await self.broker.find(request.match_info["id"], agent)
         if ask is None:
             raise ApiError(404, "not_found", "no such ask")
@@ -231,8 +231,8 @@ class AskApi:
         cursor_text = request.query.get("cursor") or None
         if cursor_text is not None and not cursor_text.isdigit():
             raise ApiError(422, "invalid_field", "cursor: not a cursor from this API", "cursor")
-        agent = None if caller.is_operator else caller.agent.name
-        asks, more = await self.broker.list(
+        agent = caller.agent.name if caller.agent else None
+        asks, more = await self.broker.list_asks(
             agent, status, int(limit_text), int(cursor_text) if cursor_text else None
         )
         views = [operator_view(a, None) if caller.is_operator else ask_view(a) for a in asks]

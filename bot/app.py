@@ -34,6 +34,7 @@ MAX_REQUEST = 26 * 1024 * 1024
 def create_app(
     settings: Settings, config: Config, tokens: TokenBook, clock: Clock | None = None
 ) -> web.Application:
+    logs.quiet_libraries()
     store = Store(settings.database_url)
     broker = Broker(store, config, clock)
     surfaces = build_surfaces(settings, config, broker)

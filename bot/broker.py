@@ -36,6 +36,7 @@ HISTORY = HistoryRow.__table__  # type: ignore[attr-defined]
 OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
 POSTS = PostRow.__table__  # type: ignore[attr-defined]
 DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
+A = ASK.c
 DUE_BATCH = 200
 CLAIM_SECONDS = 60.0
 MAX_BACKOFF = 300.0
@@ -130,33 +131,33 @@ class Broker:
         parsed = rules.parse_ref(ident) if len(ident) <= 8 else None
         if parsed is not None:
             kind, seq = parsed
-            where = [AskRow.seq == seq, AskRow.kind == kind]
+            where = [A.seq == seq, A.kind == kind]
         elif len(ident) == 32:
-            where = [AskRow.id == ident]
+            where = [A.id == ident]
         else:
             return None
         if agent is not None:
-            where.append(AskRow.agent == agent)
+            where.append(A.agent == agent)
         async with self.store.read() as conn:
             found = (await conn.execute(select(ASK).where(*where))).first()
         return _row(found._mapping) if found else None
 
     async def by_seq(self, seq: int) -> AskRow | None:
         async with self.store.read() as conn:
-            found = (await conn.execute(select(ASK).where(AskRow.seq == seq))).first()
+            found = (await conn.execute(select(ASK).where(A.seq == seq))).first()
         return _row(found._mapping) if found else None
 
-    async def list(
+    async def list_asks(
         self, agent: str | None, status: str | None, limit: int, cursor: int | None
     ) -> tuple[list[AskRow], int | None]:
         query = select(ASK)
         if agent is not None:
-            query = query.where(AskRow.agent == agent)
+            query = query.where(A.agent == agent)
         if status is not None:
-            query = query.where(AskRow.status == status)
+            query = query.where(A.status == status)
         if cursor is not None:
-            query = query.where(AskRow.seq < cursor)  # type: ignore[operator]
-        query = query.order_by(AskRow.seq.desc()).limit(limit + 1)  # type: ignore[union-attr]
+            query = query.where(A.seq < cursor)
+        query = query.order_by(A.seq.desc()).limit(limit + 1)
         async with self.store.read() as conn:
             rows = [_row(r._mapping) for r in (await conn.execute(query)).all()]
         more = len(rows) > limit
@@ -167,15 +168,15 @@ class Broker:
         async with self.store.read() as conn:
             found = await conn.execute(
                 select(ASK)
-                .where(AskRow.work_key == key, AskRow.status == rules.OPEN)
-                .order_by(AskRow.seq)  # type: ignore[arg-type]
+                .where(A.work_key == key, A.status == rules.OPEN)
+                .order_by(A.seq)
             )
             return [_row(r._mapping) for r in found.all()]
 
     async def history(self, seq: int) -> list[dict[str, Any]]:
         async with self.store.read() as conn:
             found = await conn.execute(
-                select(HISTORY).where(HistoryRow.ask_seq == seq).order_by(HistoryRow.id)  # type: ignore[arg-type]
+                select(HISTORY).where(HISTORY.c.ask_seq == seq).order_by(HISTORY.c.id)
             )
             return [{"at": r.at, "event": r.event, **r.detail} for r in found.all()]
 
@@ -205,7 +206,7 @@ class Broker:
             if erase:
                 values.update(answer_value=None, answer_option=None, answer_note=None, erased=True)
             result = await conn.execute(
-                update(ASK).where(AskRow.seq == ask.seq, AskRow.read_at.is_(None)).values(**values)  # type: ignore[union-attr]
+                update(ASK).where(A.seq == ask.seq, A.read_at.is_(None)).values(**values)
             )
             if result.rowcount == 1:
                 await self._history(conn, ask.seq, now, "read", {"erased": True} if erase else {})
@@ -255,7 +256,7 @@ class Broker:
     async def _by_key(self, agent: str, key: str, body_hash: str) -> AskRow | None:
         async with self.store.read() as conn:
             found = (
-                await conn.execute(select(ASK).where(AskRow.agent == agent, AskRow.idem_key == key))
+                await conn.execute(select(ASK).where(A.agent == agent, A.idem_key == key))
             ).first()
         if found is None:
             return None
@@ -295,7 +296,9 @@ class Broker:
     async def _insert(self, values: dict[str, Any], detail: dict[str, Any]) -> AskRow:
         async with self.store.write() as conn:
             result = await conn.execute(ASK.insert().values(**values))
-            seq = int(result.inserted_primary_key[0])
+            key = result.inserted_primary_key
+            assert key is not None
+            seq = int(key[0])
             ask = AskRow.model_construct(**{**_defaults(), **values, "seq": seq})
             await self._history(conn, seq, values["created_at"], "created", detail)
             await self._outbox(conn, ask, POST)
@@ -338,7 +341,7 @@ class Broker:
         async with self.store.write() as conn:
             won = await conn.execute(
                 update(ASK)
-                .where(AskRow.seq == ask.seq, AskRow.status == rules.OPEN)
+                .where(A.seq == ask.seq, A.status == rules.OPEN)
                 .values(
                     status=rules.ANSWERED, answer_value=answer.value, answer_option=answer.option,
                     answer_note=note, answered_by=str(person), answer_surface=surface,
@@ -388,7 +391,7 @@ class Broker:
         async with self.store.write() as conn:
             won = await conn.execute(
                 update(ASK)
-                .where(AskRow.seq == ask.seq, AskRow.status == rules.OPEN)
+                .where(A.seq == ask.seq, A.status == rules.OPEN)
                 .values(status=rules.WITHDRAWN, closed_at=now, due_at=None)
             )
             if won.rowcount == 1:
@@ -414,7 +417,7 @@ class Broker:
 
     async def next_due(self) -> float | None:
         async with self.store.read() as conn:
-            due = await conn.scalar(select(func.min(AskRow.due_at)))
+            due = await conn.scalar(select(func.min(A.due_at)))
         return float(due) if due is not None else None
 
     async def fire_due(self) -> int:
@@ -424,8 +427,8 @@ class Broker:
             due = (
                 await conn.execute(
                     select(ASK)
-                    .where(AskRow.due_at <= now)  # type: ignore[operator]
-                    .order_by(AskRow.due_at)  # type: ignore[arg-type]
+                    .where(A.due_at <= now)
+                    .order_by(A.due_at)
                     .limit(DUE_BATCH)
                 )
             ).all()
@@ -443,9 +446,9 @@ class Broker:
             won = await conn.execute(
                 update(ASK)
                 .where(
-                    AskRow.seq == ask.seq,
-                    AskRow.status == rules.OPEN,
-                    AskRow.escalated_at.is_(None),  # type: ignore[union-attr]
+                    A.seq == ask.seq,
+                    A.status == rules.OPEN,
+                    A.escalated_at.is_(None),
                 )
                 .values(escalated_at=now, due_at=ask.deadline)
             )
@@ -463,7 +466,7 @@ class Broker:
         async with self.store.write() as conn:
             won = await conn.execute(
                 update(ASK)
-                .where(AskRow.seq == ask.seq, AskRow.status == rules.OPEN)
+                .where(A.seq == ask.seq, A.status == rules.OPEN)
                 .values(status=rules.EXPIRED, closed_at=now, due_at=None, outcome=outcome)
             )
             if won.rowcount == 1:
@@ -485,7 +488,7 @@ class Broker:
         call_hash = rules.digest(
             {"agent": agent.name, "operation": operation, "input": input_, "work": work}
         )
-        audit = {"agent": agent.name, "operation": operation, "input_hash": call_hash[:16]}
+        audit: dict[str, Any] = {"agent": agent.name, "operation": operation, "input_hash": call_hash[:16]}
         responders = gate.responders or self.config.defaults.responders
         wider = gate.escalate.responders if gate.escalate else []
         if not self.reachable([*responders, *wider], work):
@@ -545,12 +548,12 @@ class Broker:
                 await conn.execute(
                     select(ASK)
                     .where(
-                        AskRow.call_hash == call_hash,
-                        AskRow.approval_used_at.is_(None),  # type: ignore[union-attr]
-                        AskRow.outcome == rules.APPROVED,
-                        AskRow.closed_at >= since,  # type: ignore[operator]
+                        A.call_hash == call_hash,
+                        A.approval_used_at.is_(None),
+                        A.outcome == rules.APPROVED,
+                        A.closed_at >= since,
                     )
-                    .order_by(AskRow.seq.desc())  # type: ignore[union-attr]
+                    .order_by(A.seq.desc())
                     .limit(1)
                 )
             ).first()
@@ -560,7 +563,7 @@ class Broker:
         async with self.store.write() as conn:
             won = await conn.execute(
                 update(ASK)
-                .where(AskRow.seq == ask.seq, AskRow.approval_used_at.is_(None))  # type: ignore[union-attr]
+                .where(A.seq == ask.seq, A.approval_used_at.is_(None))
                 .values(approval_used_at=now)
             )
             if won.rowcount == 1:
@@ -571,7 +574,7 @@ class Broker:
         async with self.store.read() as conn:
             found = (
                 await conn.execute(
-                    select(ASK).where(AskRow.call_hash == call_hash, AskRow.status == rules.OPEN)
+                    select(ASK).where(A.call_hash == call_hash, A.status == rules.OPEN)
                 )
             ).first()
         return _row(found._mapping) if found else None
@@ -616,7 +619,7 @@ class Broker:
             existing = (
                 await conn.execute(
                     select(POSTS.c.ask_seq).where(
-                        PostRow.ask_seq == ask.seq, PostRow.surface == surface
+                        POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface
                     )
                 )
             ).first()
@@ -634,7 +637,7 @@ class Broker:
             found = (
                 await conn.execute(
                     select(POSTS.c.location).where(
-                        PostRow.ask_seq == ask.seq, PostRow.surface == surface
+                        POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface
                     )
                 )
             ).first()

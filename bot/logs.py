@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 FIELDS = "aye_fields"
+NOISY = ("aiohttp.access", "aiosqlite", "asyncpg", "sqlalchemy", "slack_bolt", "slack_sdk",
+         "gidgethub", "asyncio")
 
 
 class KeyValueFormatter(logging.Formatter):
@@ -34,10 +36,16 @@ def setup(level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # Libraries log request URLs and payloads at debug; keep them at warning.
-    for noisy in ("aiohttp.access", "slack_bolt", "slack_sdk", "sqlalchemy", "asyncio"):
+    quiet_libraries()
+
+
+def quiet_libraries() -> None:
+    """Libraries log SQL parameters and request bodies at debug (aiosqlite logs every
+    statement with its values): keep them at warning whatever the root level, so no answer or
+    token reaches a log through them."""
+    for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def emit(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
+def emit(logger: logging.Logger, event: str, *, level: int = logging.INFO, **fields: object) -> None:
     logger.log(level, event, extra={FIELDS: fields})

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 from sqlalchemy.engine import make_url
 
 from store.db import NOTIFY_CHANNEL
@@ -42,6 +42,11 @@ class Waiters:
             if not future.done():
                 future.set_result(None)
 
+    def wake_all(self) -> None:
+        """Every waiter re-reads its ask (after a lost notification connection)."""
+        for ask_id in list(self._futures):
+            self.wake(ask_id)
+
     def __len__(self) -> int:
         return sum(len(s) for s in self._futures.values())
 
@@ -70,8 +75,11 @@ class PgListener:
             try:
                 conn = await asyncpg.connect(self._dsn)
                 lost = asyncio.Event()
-                conn.add_termination_listener(lambda _c: lost.set())
+                conn.add_termination_listener(lambda _c, lost=lost: lost.set())
                 await conn.add_listener(NOTIFY_CHANNEL, self._on_notify)
+                if self.ready.is_set():
+                    # Notifications sent while we were away are lost: have everyone look again.
+                    self._waiters.wake_all()
                 self.ready.set()
                 backoff = 0.2
                 await lost.wait()

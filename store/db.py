@@ -136,7 +136,12 @@ class Store:
         if not self.is_sqlite:
             return
         async with self.writer.connect() as conn:
-            await conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            # On the driver's connection, outside any transaction: a checkpoint inside one
+            # is refused ("database table is locked").
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            cursor = await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            await cursor.close()
 
     async def close(self) -> None:
         await self.writer.dispose()

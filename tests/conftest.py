@@ -1,0 +1,179 @@
+"""Shared test harness: the real app on a real store (SQLite, and PostgreSQL where reachable).
+
+Every store/API test that takes `database_url` runs twice: on a fresh SQLite file and on the
+PostgreSQL at 127.0.0.1:5432 (database `test`). Where none is reachable those runs are skipped,
+unless AYE_REQUIRE_PG=1 (set by .ci/run), where they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.app import BROKER, create_app
+from bot.broker import Broker
+from bot.clock import Clock, ManualClock
+from bot.config import Config
+from bot.settings import Settings
+from bot.tokens import TokenBook
+
+pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
+
+PG_URL = os.environ.get("AYE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+REQUIRE_PG = os.environ.get("AYE_REQUIRE_PG") == "1"
+OPERATOR_TOKEN = "op-test-token"
+AGENT_TOKEN = "agent-test-token"
+AGENT_HEADERS = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+OPERATOR_HEADERS = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+
+
+def _pg_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+async def reset_postgres(url: str = PG_URL) -> None:
+    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;")
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # slack-sdk copies HTTP(S)_PROXY into an explicit proxy and ignores NO_PROXY: traffic to
+    # the local fakes would go to the proxy.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+    if not _pg_reachable():
+        if REQUIRE_PG:
+            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but 127.0.0.1:5432 is closed")
+        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432; store tests ran on SQLite only")
+    await reset_postgres()
+    return PG_URL
+
+
+def settings_for(database_url: str, **env: str) -> Settings:
+    base = {"AYE_DATABASE_URL": database_url, "AYE_CONFIG": "/nonexistent/aye.toml"}
+    base.update(env)
+    return Settings.from_env(base)
+
+
+@dataclass
+class Aye:
+    """A running aye app and clients speaking to it as the operator and as an agent."""
+
+    client: TestClient[Any, Any]
+    app: web.Application
+    clock: Clock
+    headers: dict[str, str] = field(default_factory=lambda: dict(AGENT_HEADERS))
+
+    @property
+    def broker(self) -> Broker:
+        return self.app[BROKER]
+
+    @property
+    def url(self) -> str:
+        return str(self.client.make_url(""))
+
+    async def ask(self, expect: int = 201, headers: dict[str, str] | None = None,
+                  **body: Any) -> dict[str, Any]:
+        resp = await self.client.post("/v1/asks", json=body, headers=headers or self.headers)
+        data = await resp.json()
+        assert resp.status == expect, data
+        return data  # type: ignore[no-any-return]
+
+    async def get(self, ident: str, operator: bool = False) -> dict[str, Any]:
+        resp = await self.client.get(
+            f"/v1/asks/{ident}", headers=OPERATOR_HEADERS if operator else self.headers
+        )
+        assert resp.status == 200, await resp.text()
+        return await resp.json()  # type: ignore[no-any-return]
+
+    async def answer(self, ident: str, answer: str, note: str | None = None) -> tuple[int, Any]:
+        body = {"answer": answer} | ({"note": note} if note else {})
+        resp = await self.client.post(
+            f"/v1/asks/{ident}/answer", json=body, headers=OPERATOR_HEADERS
+        )
+        return resp.status, await resp.json()
+
+    async def wait(self, ident: str, timeout: float = 5) -> dict[str, Any]:
+        resp = await self.client.get(
+            f"/v1/asks/{ident}/wait", params={"timeout": str(timeout)}, headers=self.headers
+        )
+        assert resp.status == 200, await resp.text()
+        return await resp.json()  # type: ignore[no-any-return]
+
+    async def tick(self) -> None:
+        """Fire what is due now, as the clock loop would, without waiting for it."""
+        await self.broker.fire_due()
+
+
+StartAye = Callable[..., Awaitable[Aye]]
+
+
+@pytest.fixture
+async def start_aye() -> AsyncIterator[StartAye]:
+    """Start an aye app (several, for multi-process scenarios on one store)."""
+    started: list[TestClient[Any, Any]] = []
+
+    async def start(
+        database_url: str,
+        config: Config | None = None,
+        clock: Clock | None = None,
+        env: dict[str, str] | None = None,
+        tokens: TokenBook | None = None,
+    ) -> Aye:
+        config = config or Config()
+        clock = clock or Clock()
+        settings = settings_for(database_url, **(env or {}))
+        book = tokens or TokenBook.build(config, OPERATOR_TOKEN, AGENT_TOKEN)
+        app = create_app(settings, config, book, clock)
+        client: TestClient[Any, Any] = TestClient(TestServer(app))
+        await client.start_server()
+        started.append(client)
+        return Aye(client, app, clock)
+
+    yield start
+    for client in reversed(started):
+        await client.close()
+
+
+@pytest.fixture
+async def aye(start_aye: StartAye, database_url: str) -> Aye:
+    return await start_aye(database_url)
+
+
+@pytest.fixture
+def manual_clock() -> ManualClock:
+    return ManualClock()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    """Wait for a condition that a background loop makes true (bounded, no fixed sleeps)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not await check():
+        if loop.time() > end:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,153 @@
+"""Pure rules: refs, answers, responders, durations, config validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot import asks as rules
+from bot.config import ConfigError, load_config, parse_duration
+from bot.responders import Responder, admitted
+
+
+@pytest.mark.parametrize("seq", [1, 7, 35, 36, 1295, 10**6, 36**7 - 1])
+def test_ref_round_trip(seq: int) -> None:
+    ref = rules.ref_for(seq, rules.QUESTION)
+    assert len(ref) <= 8 and " " not in ref
+    assert rules.parse_ref(ref) == (rules.QUESTION, seq)
+    assert rules.parse_ref(ref.upper()) == (rules.QUESTION, seq)
+
+
+@pytest.mark.parametrize("text", ["", "x", "q", "q-1", "qqqqqqqqq", "z12"])
+def test_not_a_ref(text: str) -> None:
+    assert rules.parse_ref(text) is None
+
+
+def test_answer_by_number_text_case_and_space() -> None:
+    options = ["Ship it", "Hold"]
+    assert rules.match_answer(options, "2") == rules.Answer("Hold", 2)
+    assert rules.match_answer(options, "  ship IT ") == rules.Answer("Ship it", 1)
+    with pytest.raises(rules.InvalidAnswer):
+        rules.match_answer(options, "3")
+    with pytest.raises(rules.InvalidAnswer):
+        rules.match_answer(options, "maybe")
+    with pytest.raises(rules.InvalidAnswer):
+        rules.match_answer(options, "   ")
+
+
+def test_numeric_options_prefer_their_own_text() -> None:
+    assert rules.match_answer(["1", "3", "5"], "3") == rules.Answer("3", 2)
+    assert rules.match_answer(["1", "3", "5"], "2") == rules.Answer("3", 2)
+
+
+def test_free_text_answer() -> None:
+    assert rules.match_answer(None, " use the blue key ") == rules.Answer("use the blue key", None)
+
+
+def test_canonical_json_ignores_key_order_and_space() -> None:
+    assert rules.digest({"a": 1, "b": [1, {"c": 2, "d": 3}]}) == rules.digest(
+        {"b": [1, {"d": 3, "c": 2}], "a": 1}
+    )
+    assert rules.digest({"a": 1}) != rules.digest({"a": 2})
+
+
+def test_responders() -> None:
+    octocat = Responder.parse("github:octocat")
+    assert admitted(Responder("github", "OctoCat"), [octocat])
+    assert admitted(Responder("slack", "U1"), [Responder.parse("slack")])
+    assert not admitted(Responder("slack", "U1"), [octocat, Responder.parse("operator:local")])
+    assert Responder.parse("operator") == Responder("operator", "local")
+    for bad in ("slack:", "email:x@y", "operator:bob", "slack:lowercase", ""):
+        with pytest.raises(ValueError):
+            Responder.parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90s", 90), ("45m", 2700), ("2h", 7200), ("1h30m", 5400), ("7d", 604800)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2", "h", "1.5h", "2 h", "-1h", "1m1h"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "aye.toml"
+    path.write_text(text)
+    return path
+
+
+def test_missing_file_means_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "absent.toml")
+    assert [str(r) for r in config.defaults.responders] == ["operator:local"]
+    assert config.defaults.question_timeout == 86400
+
+
+def test_full_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AYE_TOKEN_TRIAGE", "t-triage")
+    config = load_config(_config(tmp_path, """
+[defaults]
+responders = ["operator:local"]
+question_timeout = "2h"
+
+[[agents]]
+name = "triage"
+token_env = "AYE_TOKEN_TRIAGE"
+responders = ["slack:U0123ABCD", "github:octocat", "operator:local"]
+
+[slack]
+default_channel = "C0123ABCD"
+
+[github]
+post_questions = true
+
+[[gates]]
+operations = ["deploy."]
+timeout = "2h"
+escalate = { responders = ["slack:U0456EFGH", "operator:local"], timeout = "4h" }
+
+[[gates]]
+operations = ["deploy.prod"]
+timeout = "1m"
+"""))
+    assert config.defaults.question_timeout == 7200
+    assert config.agents[0].token() == "t-triage"
+    assert config.slack.default_channel == "C0123ABCD"
+    assert config.gate_for("deploy.prod") is config.gates[1]
+    assert config.gate_for("deploy.staging") is config.gates[0]
+    assert config.gate_for("deploy") is None
+    assert config.gate_for("build.all") is None
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "problem"),
+    [
+        ("[defaults]\ncolour = 'blue'\n", "defaults.colour", "unknown key"),
+        ("bogus = 1\n", "bogus", "unknown key"),
+        ("[defaults]\nquestion_timeout = '2 hours'\n", "defaults.question_timeout", "duration"),
+        ("[[gates]]\noperations = ['deploy.']\ntimeout = '30s'\n", "gates[0].timeout", "1m"),
+        ("[[gates]]\noperations = ['deploy.']\ntimeout = '9000h'\n", "gates[0].timeout", "8760h"),
+        ("[[gates]]\noperations = ['human.ask']\n", "gates[0].operations", "human."),
+        ("[[gates]]\noperations = ['human.*']\n", "gates[0].operations", "human."),
+        ("[defaults]\nresponders = ['slack:']\n", "defaults.responders[0]", "empty"),
+        ("[[agents]]\nname = 'x'\ntoken_env = 'AYE_UNSET_FOR_TEST'\n", "agents[0].token_env",
+         "AYE_UNSET_FOR_TEST is not set"),
+        ("[[gates]]\noperations = ['a.']\n[gates.escalate]\nresponders = ['operator']\n"
+         "timeout = '8750h'\n", "gates[0]", "8760h"),
+        ("not toml [", "", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_key(tmp_path: Path, body: str, key: str, problem: str) -> None:
+    path = _config(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith(str(path))
+    assert key in line and problem in line, line
