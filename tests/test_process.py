@@ -1,0 +1,363 @@
+"""`aye serve` as a real process: start-up, the CLI, crashes, and several processes on one store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.conftest import PG_URL, REQUIRE_PG, _pg_reachable, reset_postgres
+
+OP = "op-proc-token"
+AGENT = "agent-proc-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def base_env(tmp: Path, database_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AYE_", "SLACK_", "GITHUB_"))}
+    env.update(AYE_DATABASE_URL=database_url, AYE_CONFIG=str(tmp / "aye.toml"), PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+async def start_server(tmp: Path, database_url: str, name: str = "aye", **env: str) -> Server:
+    port = free_port()
+    log = tmp / f"{name}-{port}.log"
+    full = base_env(tmp, database_url, AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP,
+                    AYE_AGENT_TOKEN=AGENT, **env)
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp, env=full,
+                                stdout=out, stderr=subprocess.STDOUT)
+    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + 20
+    async with aiohttp.ClientSession() as session:
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"aye serve exited {proc.returncode}: {server.output()}")
+            try:
+                async with session.get(server.url + "/healthz") as resp:
+                    if resp.status == 200:
+                        return server
+            except aiohttp.ClientError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("aye serve did not come up: " + server.output())
+            await asyncio.sleep(0.05)
+
+
+def stop(server: Server, sig: int = signal.SIGTERM) -> None:
+    if server.proc.poll() is None:
+        server.proc.send_signal(sig)
+        server.proc.wait(timeout=15)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+    if not _pg_reachable():
+        if REQUIRE_PG:
+            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but not reachable")
+        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432")
+    await reset_postgres()
+    return PG_URL
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for server in started:
+        stop(server, signal.SIGKILL)
+
+
+class Api:
+    def __init__(self, session: aiohttp.ClientSession, url: str) -> None:
+        self.session, self.url = session, url
+
+    async def call(self, method: str, path: str, token: str = AGENT, **kw: Any) -> tuple[int, Any]:
+        async with self.session.request(method, self.url + path,
+                                        headers={"Authorization": f"Bearer {token}"}, **kw) as r:
+            return r.status, await r.json()
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as s:
+        yield s
+
+
+def run_cli(tmp: Path, url: str, *args: str, token: str | None = OP) -> subprocess.CompletedProcess[str]:
+    env = base_env(tmp, f"sqlite+aiosqlite:///{tmp}/aye.db", AYE_URL=url)
+    if token:
+        env["AYE_OPERATOR_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+# -- start-up -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("[[gates]]\noperations = ['deploy.']\ntimeout = '10s'\n", "gates[0].timeout"),
+        ("[defaults]\nunknown = 1\n", "defaults.unknown: unknown key"),
+        ("[[gates]]\noperations = ['human.approve']\n", "gates[0].operations"),
+    ],
+)
+def test_bad_config_stops_serve_with_exit_2(tmp_path: Path, config: str, expected: str) -> None:
+    (tmp_path / "aye.toml").write_text(config)
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()))
+    done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert str(tmp_path / "aye.toml") in lines[0] and expected in lines[0]
+
+
+async def test_zero_config_serve_and_cli(tmp_path: Path, servers: list[Server]) -> None:
+    """No env, no config: tokens generated once into an owner-only file the CLI reads."""
+    port = free_port()
+    env = base_env(tmp_path, "sqlite+aiosqlite:///./aye.db", AYE_PORT=str(port))
+    env.pop("AYE_DATABASE_URL")
+    env.pop("AYE_CONFIG")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    servers.append(server)
+    token_file = tmp_path / "aye-tokens.json"
+    async with aiohttp.ClientSession() as session:
+        for _ in range(400):
+            try:
+                async with session.get(server.url + "/healthz") as resp:
+                    if resp.status == 200:
+                        break
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.05)
+    text = server.output()
+    assert f"listening on http://127.0.0.1:{port}" in text
+    assert "sqlite+aiosqlite:///./aye.db" in text and "slack: off" in text and "github: off" in text
+    assert str(token_file) in text
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    import json
+
+    tokens = json.loads(token_file.read_text())
+    assert tokens["operator"] not in text and tokens["agent"] not in text
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, server.url)
+        status, ask = await api.call("POST", "/v1/asks", token=tokens["agent"],
+                                     json={"question": "Rotate the key?", "options": ["yes", "no"]})
+        assert status == 201
+    cli_env = {k: v for k, v in env.items() if k != "AYE_OPERATOR_TOKEN"}
+    cli_env["AYE_URL"] = server.url
+    listed = subprocess.run([sys.executable, "-m", "bot", "asks"], cwd=tmp_path, env=cli_env,
+                            capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    assert ask["ref"] in listed.stdout and "Rotate the key?" in listed.stdout
+
+
+async def test_cli_commands(tmp_path: Path, servers: list[Server], session: aiohttp.ClientSession) -> None:
+    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+    servers.append(server)
+    api = Api(session, server.url)
+    _, first = await api.call("POST", "/v1/asks", json={
+        "question": "Deploy the release\nto production?", "options": ["yes", "no"],
+        "context": "All checks green.", "timeout_s": 7200})
+    _, second = await api.call("POST", "/v1/asks", json={"question": "Which region?"})
+
+    listed = run_cli(tmp_path, server.url, "asks")
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["REF", "STATUS", "AGE", "DEADLINE", "QUESTION"]
+    row = next(line for line in lines if line.startswith(first["ref"] + " "))
+    assert "Deploy the release to production?" in row and "in 1h" in row and "ago" in row
+    # Aligned: the question column starts at the same place on every line.
+    assert len({line.index(q) for line, q in zip(lines, ["QUESTION", "Which", "Deploy"],
+                                                        strict=False)}) == 1
+
+    shown = run_cli(tmp_path, server.url, "show", first["ref"])
+    assert shown.returncode == 0
+    for text in ("All checks green.", "1. yes", "2. no", "operator:local", "created"):
+        assert text in shown.stdout
+
+    taken = run_cli(tmp_path, server.url, "answer", first["ref"], "2", "--note", "not on a Friday")
+    assert taken.returncode == 0 and "taken" in taken.stdout
+    refused = run_cli(tmp_path, server.url, "answer", first["ref"], "1")
+    assert refused.returncode == 1 and "already answered" in refused.stderr
+    invalid = run_cli(tmp_path, server.url, "answer", second["ref"], "", )
+    assert invalid.returncode == 1
+    _, got = await api.call("GET", f"/v1/asks/{first['id']}")
+    assert got["answer"] == {"value": "no", "option": 2, "note": "not on a Friday"}
+
+    assert run_cli(tmp_path, server.url, "withdraw", second["ref"]).returncode == 0
+    assert run_cli(tmp_path, server.url, "withdraw", second["ref"]).returncode == 1
+    assert "no open asks" in run_cli(tmp_path, server.url, "asks").stdout
+    assert second["ref"] in run_cli(tmp_path, server.url, "asks", "--all").stdout
+    assert run_cli(tmp_path, server.url, "frobnicate").returncode == 2
+    assert run_cli(tmp_path, f"http://127.0.0.1:{free_port()}", "asks").returncode == 3
+    assert run_cli(tmp_path, server.url, "asks", token="wrong").returncode != 0
+
+
+# -- crashes -------------------------------------------------------------------------------------
+
+
+async def test_sigkill_loses_nothing(
+    tmp_path: Path, store_url: str, servers: list[Server], session: aiohttp.ClientSession
+) -> None:
+    server = await start_server(tmp_path, store_url)
+    servers.append(server)
+    api = Api(session, server.url)
+    made = []
+    for i in range(20):
+        status, ask = await api.call("POST", "/v1/asks", json={
+            "question": f"q{i}", "options": ["a", "b"], "timeout_s": 3600 + i})
+        assert status == 201
+        made.append(ask)
+    answered = made[::2]
+    for ask in answered:
+        status, _ = await api.call("POST", f"/v1/asks/{ask['ref']}/answer", token=OP,
+                                   json={"answer": "b", "note": "ok"})
+        assert status == 200
+    before = {a["id"]: (await api.call("GET", f"/v1/asks/{a['id']}", token=OP))[1] for a in made}
+    stop(server, signal.SIGKILL)
+
+    again = await start_server(tmp_path, store_url, name="again")
+    servers.append(again)
+    api = Api(session, again.url)
+    for ask in made:
+        status, after = await api.call("GET", f"/v1/asks/{ask['id']}", token=OP)
+        assert status == 200
+        assert after == before[ask["id"]]
+    for ask in answered:
+        assert before[ask["id"]]["answer"] == {"value": "b", "option": 2, "note": "ok"}
+
+
+async def test_sensitive_value_never_in_logs_or_database(
+    tmp_path: Path, servers: list[Server], session: aiohttp.ClientSession
+) -> None:
+    db = tmp_path / "aye.db"
+    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{db}")
+    servers.append(server)
+    api = Api(session, server.url)
+    secret = "s3cr3t-Pa55word-for-db"
+    _, ask = await api.call("POST", "/v1/asks", json={"question": "DB password?", "sensitive": True})
+    status, _ = await api.call("POST", f"/v1/asks/{ask['ref']}/answer", token=OP,
+                               json={"answer": secret, "note": "note-" + secret})
+    assert status == 200
+    status, body = await api.call("POST", f"/v1/asks/{ask['ref']}/answer", token=OP,
+                                  json={"answer": secret})
+    assert status == 409 and secret not in str(body)
+    _, read = await api.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=1")
+    assert read["answer"]["value"] == secret
+    _, read = await api.call("GET", f"/v1/asks/{ask['id']}")
+    assert read["answer"]["value"] is None
+    stop(server)
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("aye.db")]
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path.name
+    assert secret not in server.output()
+    assert "ask.answered" in server.output() and "ask.erased" in server.output()
+
+
+# -- several processes on one PostgreSQL ---------------------------------------------------------
+
+
+@pytest.fixture
+async def pg_url() -> str:
+    if not _pg_reachable():
+        if REQUIRE_PG:
+            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but not reachable")
+        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432")
+    await reset_postgres()
+    return PG_URL
+
+
+async def test_two_processes_race_and_wake(
+    tmp_path: Path, pg_url: str, servers: list[Server], session: aiohttp.ClientSession
+) -> None:
+    one = await start_server(tmp_path, pg_url, name="one")
+    servers.append(one)
+    two = await start_server(tmp_path, pg_url, name="two")
+    servers.append(two)
+    a, b = Api(session, one.url), Api(session, two.url)
+    _, ask = await a.call("POST", "/v1/asks", json={"question": "race", "options": ["x", "y"]})
+
+    # Parked on process two, answered on process one: woken within a second.
+    waiting = asyncio.create_task(b.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=30"))
+    await asyncio.sleep(0.2)
+    results = await asyncio.gather(*(
+        (a if i % 2 else b).call("POST", f"/v1/asks/{ask['id']}/answer", token=OP,
+                                 json={"answer": "x" if i % 3 else "y"})
+        for i in range(50)))
+    answered_at = time.monotonic()
+    status, woke = await asyncio.wait_for(waiting, 5)
+    assert time.monotonic() - answered_at < 1.0
+    assert status == 200 and woke["status"] == "answered"
+    assert sorted(s for s, _ in results) == [200] + [409] * 49
+    _, view = await a.call("GET", f"/v1/asks/{ask['id']}", token=OP)
+    events = [e["event"] for e in view["history"]]
+    assert events.count("answered") == 1 and events.count("late") == 49
+
+
+async def test_two_processes_expire_each_ask_once(
+    tmp_path: Path, pg_url: str, servers: list[Server], session: aiohttp.ClientSession
+) -> None:
+    one = await start_server(tmp_path, pg_url, name="one")
+    servers.append(one)
+    two = await start_server(tmp_path, pg_url, name="two")
+    servers.append(two)
+    a, b = Api(session, one.url), Api(session, two.url)
+    made = [(await (a if i % 2 else b).call("POST", "/v1/asks", json={
+        "question": f"q{i}", "timeout_s": 1}))[1] for i in range(10)]
+    for ask in made:
+        status, got = await b.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=5")
+        assert got["status"] == "expired"
+    for ask in made:
+        _, view = await a.call("GET", f"/v1/asks/{ask['id']}", token=OP)
+        assert [e["event"] for e in view["history"]].count("expired") == 1
+        expired_at = next(e["at"] for e in view["history"] if e["event"] == "expired")
+        late = _ts(expired_at) - _ts(view["deadline"])
+        assert 0 <= late < 1.0, late
+
+
+def _ts(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture(autouse=True)
+def _chdir_guard() -> Iterator[None]:
+    cwd = os.getcwd()
+    yield
+    os.chdir(cwd)
