@@ -9,6 +9,7 @@ each change, and wakes parked agents after the commit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -188,10 +189,8 @@ class Broker:
             # Read again under watch: an answer between the caller's read and now is not missed.
             current = await self.by_seq(ask.seq or 0) or ask
             if current.status == rules.OPEN:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken, timeout)
-                except TimeoutError:
-                    return current
                 current = await self.by_seq(ask.seq or 0) or current
         return current
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from bot.tokens import TokenBook
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 
-PG_URL = os.environ.get("AYE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+PG_SERVER = os.environ.get("AYE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("AYE_REQUIRE_PG") == "1"
 OPERATOR_TOKEN = "op-test-token"
 AGENT_TOKEN = "agent-test-token"
@@ -44,13 +44,49 @@ def _pg_reachable() -> bool:
         return False
 
 
-async def reset_postgres(url: str = PG_URL) -> None:
-    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
-    conn = await asyncpg.connect(dsn)
+def _dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+async def reset_postgres(url: str) -> None:
+    conn = await asyncpg.connect(_dsn(url))
     try:
         await conn.execute("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;")
     finally:
         await conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_session_url() -> Iterator[str | None]:
+    """A database of this test run's own on the PostgreSQL server (None when unreachable),
+    so that test runs sharing the server cannot drop each other's tables."""
+    if not _pg_reachable():
+        yield None
+        return
+    name = f"aye_test_{os.getpid()}"
+    admin = _dsn(PG_SERVER)
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(admin)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f"DROP DATABASE IF EXISTS {name}"))
+    asyncio.run(run(f"CREATE DATABASE {name}"))
+    yield PG_SERVER.rsplit("/", 1)[0] + "/" + name
+    asyncio.run(run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+async def postgres_url(pg_session_url: str | None) -> str:
+    """A freshly emptied PostgreSQL database, or a skip (a failure under AYE_REQUIRE_PG=1)."""
+    if pg_session_url is None:
+        if REQUIRE_PG:
+            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but 127.0.0.1:5432 is closed")
+        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432; store tests ran on SQLite only")
+    await reset_postgres(pg_session_url)
+    return pg_session_url
 
 
 @pytest.fixture(autouse=True)
@@ -62,15 +98,12 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def database_url(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+async def database_url(
+    request: pytest.FixtureRequest, tmp_path: Any, pg_session_url: str | None
+) -> str:
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
-    if not _pg_reachable():
-        if REQUIRE_PG:
-            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but 127.0.0.1:5432 is closed")
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432; store tests ran on SQLite only")
-    await reset_postgres()
-    return PG_URL
+    return await postgres_url(pg_session_url)
 
 
 def settings_for(database_url: str, **env: str) -> Settings:

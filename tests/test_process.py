@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import PG_URL, REQUIRE_PG, _pg_reachable, reset_postgres
+from tests.conftest import postgres_url
 
 OP = "op-proc-token"
 AGENT = "agent-proc-token"
@@ -78,15 +78,10 @@ def stop(server: Server, sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path, pg_session_url: str | None) -> str:
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
-    if not _pg_reachable():
-        if REQUIRE_PG:
-            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but not reachable")
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432")
-    await reset_postgres()
-    return PG_URL
+    return await postgres_url(pg_session_url)
 
 
 @pytest.fixture
@@ -293,13 +288,8 @@ async def test_sensitive_value_never_in_logs_or_database(
 
 
 @pytest.fixture
-async def pg_url() -> str:
-    if not _pg_reachable():
-        if REQUIRE_PG:
-            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but not reachable")
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432")
-    await reset_postgres()
-    return PG_URL
+async def pg_url(pg_session_url: str | None) -> str:
+    return await postgres_url(pg_session_url)
 
 
 async def test_two_processes_race_and_wake(
@@ -340,7 +330,7 @@ async def test_two_processes_expire_each_ask_once(
     made = [(await (a if i % 2 else b).call("POST", "/v1/asks", json={
         "question": f"q{i}", "timeout_s": 1}))[1] for i in range(10)]
     for ask in made:
-        status, got = await b.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=5")
+        _, got = await b.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=5")
         assert got["status"] == "expired"
     for ask in made:
         _, view = await a.call("GET", f"/v1/asks/{ask['id']}", token=OP)
