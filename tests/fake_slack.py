@@ -47,8 +47,9 @@ JSON_FIELDS = ("blocks", "attachments", "metadata", "view")
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 # Slack's own page-size ceiling for conversations.history / conversations.replies.
 MAX_PAGE_SIZE = 1000
-# ts values look like Slack's ("1700000000.000100") and grow by 100 µs per message.
-FIRST_TS_MICROS = 1_700_000_000_000_100
+# ts values look like Slack's ("1700000000.000100"): they start at the fake's creation time,
+# as Slack's are near the wall clock (callers scan history with `oldest`), and grow by 100 µs
+# per message.
 TS_STEP_MICROS = 100
 # How long the fake waits for a client's close frame before dropping the TCP connection.
 WS_CLOSE_TIMEOUT = 2.0
@@ -71,6 +72,8 @@ class SlackCall:
     token: str | None
     status: int = 200
     response: dict[str, Any] = field(default_factory=dict)
+    # time.monotonic() when the fake answered: to check that a client waited (Retry-After).
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def ok(self) -> bool:
@@ -332,7 +335,7 @@ class FakeSlack:
         self._tickets: set[str] = set()
         self._connections: list[_Connection] = []
         self._pending_acks: dict[str, tuple[_Connection, asyncio.Future[dict[str, Any]]]] = {}
-        self._next_ts_micros = FIRST_TS_MICROS
+        self._next_ts_micros = int(time.time()) * 1_000_000 + TS_STEP_MICROS
         self._next_view = 1
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -421,6 +424,36 @@ class FakeSlack:
     def message(self, channel: str, ts: str) -> dict[str, Any] | None:
         found = self._find(channel, ts)
         return copy.deepcopy(found) if found is not None else None
+
+    def add_message(
+        self,
+        channel: str,
+        text: str,
+        *,
+        user: str = "U0PERSON1",
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """Store a message as if someone (or, with `metadata`, an app) had posted it, without
+        recording a Web API call; returns its ts. For thread parents and pre-seeded posts."""
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": user,
+            "team": self.team_id,
+            "text": text,
+            "ts": self._new_ts(),
+        }
+        if user == self.bot_user_id:
+            message.update(bot_id=self.bot_id, app_id=self.app_id)
+        if blocks is not None:
+            message["blocks"] = copy.deepcopy(blocks)
+        if metadata is not None:
+            message["metadata"] = copy.deepcopy(metadata)
+        if thread_ts:
+            self._add_reply(channel, thread_ts, message, broadcast=False)
+        self._channels.setdefault(channel, []).append(message)
+        return str(message["ts"])
 
     def responses(self) -> list[SlackCall]:
         """Posts to response URLs (`respond()` in bolt); `args` is the posted JSON body."""
