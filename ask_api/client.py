@@ -1,0 +1,168 @@
+"""A small client for agents: ask a person and wait, or run an operation only once approved.
+
+    from ask_api.client import AyeClient, ApprovalRefused
+
+    async with AyeClient("http://127.0.0.1:8080", token) as aye:
+        answer = await aye.ask("Spend $40 on a GPU tonight?", options=["yes", "no"])
+        async with aye.gated("deploy.prod", {"version": "1.4.2"}):
+            await deploy("1.4.2")          # runs only after a person approved this exact call
+
+        @aye.gated("db.migrate")           # as a decorator: the call's arguments are its input
+        async def migrate(revision: str) -> None: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, ParamSpec, TypeVar
+
+import aiohttp
+
+WAIT_SLICE_S = 60  # one `wait` request; the client keeps waiting across as many as it takes
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AyeError(Exception):
+    """The server refused a request; `code` is the API's error code."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+class AskClosed(AyeError):
+    """The question expired or was withdrawn before anyone answered."""
+
+
+class ApprovalRefused(AyeError):
+    def __init__(self, operation: str, by: str | None) -> None:
+        super().__init__(403, "approval_refused", f"{operation} was refused by {by}")
+        self.operation, self.by = operation, by
+
+
+class ApprovalTimedOut(AyeError):
+    def __init__(self, operation: str) -> None:
+        super().__init__(403, "approval_timed_out", f"nobody approved {operation} in time")
+        self.operation = operation
+
+
+class ApprovalUnavailable(AyeError):
+    def __init__(self, operation: str) -> None:
+        super().__init__(403, "approval_unavailable", f"nobody can approve {operation} here")
+        self.operation = operation
+
+
+class AyeClient:
+    def __init__(self, url: str, token: str, session: aiohttp.ClientSession | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._session = session
+        self._own_session = session is None
+
+    async def __aenter__(self) -> AyeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        timeout = aiohttp.ClientTimeout(total=WAIT_SLICE_S + 30)
+        async with self._session.request(
+            method, self.url + path, json=body, headers=self._headers, timeout=timeout
+        ) as resp:
+            data = await resp.json(content_type=None)
+            if resp.status >= 400 and not (resp.status == 403 and "decision" in (data or {})):
+                data = data or {}
+                raise AyeError(resp.status, data.get("error", "http"), data.get("message", ""))
+            return resp.status, data
+
+    async def create(self, question: str, **fields: Any) -> dict[str, Any]:
+        """POST /v1/asks; returns the ask without waiting."""
+        _, ask = await self._request("POST", "/v1/asks", {"question": question, **fields})
+        return dict(ask)
+
+    async def wait(self, ask_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Park until the ask closes (or `timeout` seconds pass), across as many waits as needed."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while True:
+            left = WAIT_SLICE_S if end is None else max(0.0, min(WAIT_SLICE_S, end - loop.time()))
+            _, ask = await self._request("GET", f"/v1/asks/{ask_id}/wait?timeout={left:.0f}")
+            if ask["status"] != "open" or (end is not None and loop.time() >= end):
+                return dict(ask)
+
+    async def ask(self, question: str, **fields: Any) -> str:
+        """Ask and wait for the answer's value; AskClosed when it expired or was withdrawn."""
+        ask = await self.wait((await self.create(question, **fields))["id"])
+        if ask["status"] == "answered":
+            return str(ask["answer"]["value"])
+        raise AskClosed(409, ask["status"], f"the question was {ask['status']}")
+
+    async def call(
+        self, operation: str, input: Any = None, work: dict[str, Any] | None = None
+    ) -> str | None:
+        """Wait until this exact call may run; the approval's id (None when not gated)."""
+        body = {"operation": operation, "input": input, "work": work}
+        while True:
+            status, reply = await self._request("POST", "/v1/calls", body)
+            if reply["decision"] == "allow":
+                return reply.get("approval")  # type: ignore[no-any-return]
+            if reply["decision"] == "refuse":
+                raise ApprovalUnavailable(operation)
+            ask = await self.wait(reply["ask"]["id"])
+            outcome = ask.get("outcome")
+            if outcome == "approval_refused":
+                raise ApprovalRefused(operation, ask.get("by"))
+            if outcome == "approval_timed_out" or ask["status"] in ("expired", "withdrawn"):
+                raise ApprovalTimedOut(operation)
+            # Approved: the same call again uses the approval up and is allowed.
+
+    def gated(self, operation: str, input: Any = None, work: dict[str, Any] | None = None) -> _Gated:
+        """`async with aye.gated(op, input):` or `@aye.gated(op)` on an async function."""
+        return _Gated(self, operation, input, work)
+
+
+class _Gated:
+    def __init__(self, client: AyeClient, operation: str, input: Any, work: Any) -> None:
+        self.client, self.operation, self.input, self.work = client, operation, input, work
+        self.approval: str | None = None
+
+    async def __aenter__(self) -> str | None:
+        self.approval = await self.client.call(self.operation, self.input, self.work)
+        return self.approval
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        if not inspect.iscoroutinefunction(func):
+            raise TypeError("gated() decorates async functions")
+        signature = inspect.signature(func)
+
+        @functools.wraps(func)
+        async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            given = self.input if self.input is not None else dict(bound.arguments)
+            await self.client.call(self.operation, given, self.work)
+            return await func(*args, **kwargs)
+
+        return run
+
+
+@asynccontextmanager
+async def connect(url: str, token: str) -> AsyncIterator[AyeClient]:
+    async with AyeClient(url, token) as client:
+        yield client
