@@ -116,7 +116,7 @@ class AyeClient:
         """Wait until this exact call may run; the approval's id (None when not gated)."""
         body = {"operation": operation, "input": input, "work": work}
         while True:
-            status, reply = await self._request("POST", "/v1/calls", body)
+            _, reply = await self._request("POST", "/v1/calls", body)
             if reply["decision"] == "allow":
                 return reply.get("approval")  # type: ignore[no-any-return]
             if reply["decision"] == "refuse":

@@ -238,15 +238,16 @@ async def test_two_processes_escalate_and_expire_once(
 
 
 async def test_client_helper(gated: Aye) -> None:
+    surface = RecordingSurface()  # tells us, through the outbox, when an ask was posted
+    gated.broker.add_surface(surface)
     async with AyeClient(gated.url, AGENT_TOKEN) as client:
         async def approve_when_asked(answer: str) -> None:
-            while True:
-                listed = await (await gated.client.get(
-                    "/v1/asks?status=open", headers=AGENT_HEADERS)).json()
-                if listed["asks"]:
-                    await gated.answer(listed["asks"][0]["id"], answer)
-                    return
-                await asyncio.sleep(0.02)
+            seen = len(surface.delivered)
+            while not any(action == "post" for _, action in surface.delivered[seen:]):
+                surface.event.clear()
+                await surface.event.wait()
+            ask_id = next(i for i, action in surface.delivered[seen:] if action == "post")
+            await gated.answer(ask_id, answer)
 
         ran: list[str] = []
 
@@ -285,9 +286,12 @@ async def test_client_helper_raises_for_unavailable_and_timeout(
     async with AyeClient(aye.url, AGENT_TOKEN) as client:
         with pytest.raises(ApprovalUnavailable):
             await client.call("pay.invoice", {"amount": 1})
+        surface = RecordingSurface()
+        aye.broker.add_surface(surface)
         task = asyncio.create_task(client.call("ship", {}))
-        while not (await (await aye.client.get("/v1/asks", headers=AGENT_HEADERS)).json())["asks"]:
-            await asyncio.sleep(0.02)
+        while not surface.delivered:
+            surface.event.clear()
+            await surface.event.wait()
         manual_clock.advance(61)
         with pytest.raises(ApprovalTimedOut):
             await asyncio.wait_for(task, 5)
