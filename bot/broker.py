@@ -658,13 +658,18 @@ class Broker:
     # -- the outbox ------------------------------------------------------------------------
 
     async def claim_outbox(self, limit: int = 50) -> list[OutboxRow]:
-        """Due outbox rows this process may deliver now, oldest first, one per ask at a time."""
+        """Due outbox rows this process may deliver now, oldest first.
+
+        A row waits while an earlier row of the same ask and surface is pending: a message is
+        posted before it is updated, whatever retries the post needed.
+        """
         now = self.clock.now()
         earlier = OUTBOX.alias("earlier")
         blocked = (
             select(earlier.c.id)
             .where(
                 earlier.c.ask_seq == OUTBOX.c.ask_seq,
+                earlier.c.surface == OUTBOX.c.surface,
                 earlier.c.due_at.is_not(None),
                 earlier.c.id < OUTBOX.c.id,
             )
