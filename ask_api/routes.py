@@ -14,7 +14,7 @@ from ask_api.schemas import AnswerBody, AskBody, CallBody, parse_time
 from ask_api.views import ask_view, operator_view
 from bot import asks as rules
 from bot.broker import Broker, KeyReused, NewAsk, NoReachableResponder
-from bot.config import MAX_TIMEOUT_S
+from bot.config import MAX_TIMEOUT_S, key_path
 from bot.responders import OPERATOR
 from bot.tokens import Caller, TokenBook
 
@@ -42,16 +42,6 @@ class ApiError(Exception):
         return web.json_response(body, status=self.status)
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
 def _invalid(exc: ValidationError) -> ApiError:
     err = exc.errors(include_input=False)[0]
     loc = tuple(p for p in err["loc"] if p not in ("function-after",))
@@ -60,7 +50,7 @@ def _invalid(exc: ValidationError) -> ApiError:
         msg = "unknown field"
     elif err["type"] == "missing":
         msg = "required"
-    field = _field(loc) or None
+    field = key_path(loc) or None
     return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
 
 

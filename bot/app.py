@@ -89,7 +89,12 @@ async def healthz(request: web.Request) -> web.Response:
     surfaces = {"slack": {"on": False}, "github": {"on": False}}
     for name, surface in broker.surfaces.items():
         surfaces[name] = surface.health()
-    body = {"ok": store_ok, "store": "ok" if store_ok else "unreachable", "surfaces": surfaces}
+    body = {
+        "ok": store_ok,
+        "store": "ok" if store_ok else "unreachable",
+        "surfaces": surfaces,
+        "parked": len(broker.waiters),
+    }
     return web.json_response(body, status=200 if store_ok else 503)
 
 

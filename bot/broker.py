@@ -613,16 +613,10 @@ class Broker:
     async def record_posted(
         self, ask: AskRow, surface: str, location: dict[str, Any], where: str
     ) -> None:
+        """Keep where a surface showed the ask (the first place, if posted twice) and say so."""
         now = self.clock.now()
         async with self.store.write() as conn:
-            existing = (
-                await conn.execute(
-                    select(POSTS.c.ask_seq).where(
-                        POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface
-                    )
-                )
-            ).first()
-            if existing is None:
+            if await self._post_location(conn, ask, surface) is None:
                 await conn.execute(
                     POSTS.insert().values(
                         ask_seq=ask.seq, surface=surface, location=location, posted_at=now
@@ -633,13 +627,14 @@ class Broker:
 
     async def post_location(self, ask: AskRow, surface: str) -> dict[str, Any] | None:
         async with self.store.read() as conn:
-            found = (
-                await conn.execute(
-                    select(POSTS.c.location).where(
-                        POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface
-                    )
-                )
-            ).first()
+            return await self._post_location(conn, ask, surface)
+
+    @staticmethod
+    async def _post_location(
+        conn: AsyncConnection, ask: AskRow, surface: str
+    ) -> dict[str, Any] | None:
+        query = select(POSTS.c.location).where(POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface)
+        found = (await conn.execute(query)).first()
         return dict(found.location) if found else None
 
     async def first_delivery(self, delivery_id: str, source: str) -> bool:

@@ -206,14 +206,15 @@ class Config(Strict):
         return best[1] if best else None
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's error location as people write it: `gates[0].timeout`."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
-    return out or "(file)"
+    return out
 
 
 def load_config(path: Path) -> Config:
@@ -233,4 +234,4 @@ def load_config(path: Path) -> Config:
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        raise ConfigError(f"{path}: {_loc(tuple(err['loc']))}: {msg}") from None
+        raise ConfigError(f"{path}: {key_path(tuple(err['loc'])) or '(file)'}: {msg}") from None

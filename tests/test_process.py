@@ -288,23 +288,33 @@ async def test_sensitive_value_never_in_logs_or_database(
 
 
 @pytest.fixture
-async def pg_url(pg_session_url: str | None) -> str:
-    return await postgres_url(pg_session_url)
+async def two_servers(
+    tmp_path: Path, pg_session_url: str | None, servers: list[Server], session: aiohttp.ClientSession
+) -> tuple[Api, Api]:
+    """Two `aye serve` processes on one PostgreSQL database."""
+    url = await postgres_url(pg_session_url)
+    for name in ("one", "two"):
+        servers.append(await start_server(tmp_path, url, name=name))
+    return Api(session, servers[0].url), Api(session, servers[1].url)
 
 
-async def test_two_processes_race_and_wake(
-    tmp_path: Path, pg_url: str, servers: list[Server], session: aiohttp.ClientSession
-) -> None:
-    one = await start_server(tmp_path, pg_url, name="one")
-    servers.append(one)
-    two = await start_server(tmp_path, pg_url, name="two")
-    servers.append(two)
-    a, b = Api(session, one.url), Api(session, two.url)
+async def parked(api: Api, count: int) -> None:
+    """Until `count` agents are parked on this process (as /healthz reports)."""
+    for _ in range(500):
+        async with api.session.get(api.url + "/healthz") as resp:
+            if (await resp.json())["parked"] >= count:
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the agent never parked")
+
+
+async def test_two_processes_race_and_wake(two_servers: tuple[Api, Api]) -> None:
+    a, b = two_servers
     _, ask = await a.call("POST", "/v1/asks", json={"question": "race", "options": ["x", "y"]})
 
     # Parked on process two, answered on process one: woken within a second.
     waiting = asyncio.create_task(b.call("GET", f"/v1/asks/{ask['id']}/wait?timeout=30"))
-    await asyncio.sleep(0.2)
+    await parked(b, 1)
     results = await asyncio.gather(*(
         (a if i % 2 else b).call("POST", f"/v1/asks/{ask['id']}/answer", token=OP,
                                  json={"answer": "x" if i % 3 else "y"})
@@ -319,14 +329,8 @@ async def test_two_processes_race_and_wake(
     assert events.count("answered") == 1 and events.count("late") == 49
 
 
-async def test_two_processes_expire_each_ask_once(
-    tmp_path: Path, pg_url: str, servers: list[Server], session: aiohttp.ClientSession
-) -> None:
-    one = await start_server(tmp_path, pg_url, name="one")
-    servers.append(one)
-    two = await start_server(tmp_path, pg_url, name="two")
-    servers.append(two)
-    a, b = Api(session, one.url), Api(session, two.url)
+async def test_two_processes_expire_each_ask_once(two_servers: tuple[Api, Api]) -> None:
+    a, b = two_servers
     made = [(await (a if i % 2 else b).call("POST", "/v1/asks", json={
         "question": f"q{i}", "timeout_s": 1}))[1] for i in range(10)]
     for ask in made:
