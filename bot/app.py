@@ -121,7 +121,10 @@ def serve() -> int:
     except OSError as exc:
         return _fail(f"cannot write the token file {token_path}: {exc.strerror}")
     tokens = TokenBook.build(config, operator, agent)
-    app = create_app(settings, config, tokens)
+    try:
+        app = create_app(settings, config, tokens)
+    except SurfaceConfigError as exc:
+        return _fail(str(exc))
     print(f"aye: listening on http://{settings.host}:{settings.port}", flush=True)
     print(f"aye: store {store_line}", flush=True)
     for line in surface_lines:

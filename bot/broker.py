@@ -41,6 +41,8 @@ A = ASK.c
 DUE_BATCH = 200
 CLAIM_SECONDS = 60.0
 MAX_BACKOFF = 300.0
+# GitHub lets an App redeliver a webhook for a few days: remember delivery ids for longer.
+KEEP_DELIVERIES_S = 14 * 86400.0
 
 
 class NoReachableResponder(Exception):
@@ -649,6 +651,16 @@ class Broker:
         except IntegrityError:
             return False
         return True
+
+    async def sweep(self) -> None:
+        """Forget what no longer matters: webhook delivery ids past GitHub's redelivery window,
+        and outbox rows delivered long ago."""
+        now = self.clock.now()
+        async with self.store.write() as conn:
+            await conn.execute(DELIVERIES.delete().where(DELIVERIES.c.received_at < now - KEEP_DELIVERIES_S))
+            await conn.execute(
+                OUTBOX.delete().where(OUTBOX.c.due_at.is_(None), OUTBOX.c.done_at < now - KEEP_DELIVERIES_S)
+            )
 
     # -- the outbox ------------------------------------------------------------------------
 

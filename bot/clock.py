@@ -7,20 +7,25 @@ import time
 
 
 class Clock:
-    """Wall-clock time in UTC epoch seconds; `sleep` ends early when `poke` is set."""
+    """Wall-clock time in UTC epoch seconds."""
 
     def now(self) -> float:
         return time.time()
 
-    async def sleep(self, seconds: float, poke: asyncio.Event) -> None:
+    async def sleep_until(self, moment: float, poke: asyncio.Event) -> None:
+        """Return at `moment` (epoch seconds), or earlier when `poke` is set."""
         try:
-            await asyncio.wait_for(poke.wait(), timeout=max(seconds, 0.0))
+            await asyncio.wait_for(poke.wait(), timeout=max(moment - self.now(), 0.0))
         except TimeoutError:
             pass
 
 
 class ManualClock(Clock):
-    """A clock tests move by hand; sleepers wake when it moves, never on their own."""
+    """A clock tests move by hand; sleepers wake when it reaches their moment, never on their own.
+
+    Sleeping is to an absolute moment, so a move made between a loop reading the time and
+    going to sleep is not missed.
+    """
 
     def __init__(self, start: float | None = None) -> None:
         self._now = time.time() if start is None else start
@@ -34,14 +39,13 @@ class ManualClock(Clock):
         self._moved.set()
         self._moved = asyncio.Event()
 
-    async def sleep(self, seconds: float, poke: asyncio.Event) -> None:
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
-        moved = self._moved
-        waits = [asyncio.ensure_future(moved.wait()), asyncio.ensure_future(poke.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                w.cancel()
+    async def sleep_until(self, moment: float, poke: asyncio.Event) -> None:
+        await asyncio.sleep(0)
+        while self._now < moment and not poke.is_set():
+            moved = self._moved
+            waits = [asyncio.ensure_future(moved.wait()), asyncio.ensure_future(poke.wait())]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()

@@ -14,11 +14,22 @@ log = logging.getLogger("aye.loops")
 
 # Other processes may create work this one is not poked for: look at least this often.
 IDLE_LOOK = 1.0
+SWEEP_EVERY = 3600.0
+
+
+async def _sweep(broker: Broker) -> None:
+    try:
+        await broker.sweep()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("sweep failed; trying again later")
 DELIVERY_CONCURRENCY = 16
 
 
 async def run_clock(broker: Broker) -> None:
     """Fire due deadlines and escalations, then sleep until the next one (or a poke)."""
+    next_sweep = broker.clock.now() + SWEEP_EVERY
     while True:
         broker.clock_poke.clear()
         try:
@@ -29,9 +40,12 @@ async def run_clock(broker: Broker) -> None:
         except Exception:
             log.exception("clock tick failed; trying again")
             due = None
+        if broker.clock.now() >= next_sweep:
+            next_sweep = broker.clock.now() + SWEEP_EVERY
+            await _sweep(broker)
         now = broker.clock.now()
-        delay = IDLE_LOOK if due is None else min(max(due - now, 0.0), IDLE_LOOK)
-        await broker.clock.sleep(delay, broker.clock_poke)
+        await broker.clock.sleep_until(now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK),
+                                       broker.clock_poke)
 
 
 class Deliverer:
@@ -56,8 +70,8 @@ class Deliverer:
                 log.exception("outbox pass failed; trying again")
                 due = None
             now = self.broker.clock.now()
-            delay = IDLE_LOOK if due is None else min(max(due - now, 0.05), IDLE_LOOK)
-            await self.broker.clock.sleep(delay, self.broker.outbox_poke)
+            until = now + IDLE_LOOK if due is None else min(max(due, now + 0.05), now + IDLE_LOOK)
+            await self.broker.clock.sleep_until(until, self.broker.outbox_poke)
 
     async def deliver(self, row: OutboxRow) -> None:
         surface = self.broker.surfaces.get(row.surface)

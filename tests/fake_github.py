@@ -284,7 +284,7 @@ class FakeGitHub:
         method: str,
         path_regex: str,
         predicate: Callable[[GitHubCall], bool] | None = None,
-        timeout: float = 5.0,  # noqa: ASYNC109 - a bounded wait is the point of this helper
+        timeout: float = 5.0,
         since: int = 0,
     ) -> GitHubCall:
         """Return the first recorded call (from index `since` of `calls`) that matches.

@@ -1,0 +1,257 @@
+"""The GitHub surface: the webhook people answer through, and the comments aye writes back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import gidgethub
+from aiohttp import web
+from gidgethub.aiohttp import GitHubAPI
+
+from bot import asks as rules
+from bot.broker import Broker
+from bot.config import Config
+from bot.logs import emit
+from bot.responders import Responder
+from bot.settings import Settings
+from bot.surfaces import CLOSE, POST, RetryLater
+from handlers import SurfaceConfigError
+from store.models import AskRow
+
+from .answering import SURFACE, AnswerDesk
+from .auth import GitHubAuth, NotInstalled
+from .events import Said
+from .faults import disposition
+from .messages import closed_comment, has_github_responder, marker, question_comment
+from .webhook import WEBHOOK_PATH, Webhook
+
+log = logging.getLogger("aye.github")
+
+REACT = "react"  # the surface's own outbox action: a reaction on an `/answer` comment
+REACTIONS = "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"
+ISSUE_COMMENTS = "/repos/{owner}/{repo}/issues/{number}/comments"
+LIST_COMMENTS = ISSUE_COMMENTS + "{?since,per_page}"
+COMMENT = "/repos/{owner}/{repo}/issues/comments/{comment_id}"
+PER_PAGE = 100
+# Comments older than the ask (less this, for clock skew) cannot be its post.
+SINCE_SKEW_S = 600
+# A reaction with no ask to carry it through the outbox (`no_open_ask`) is tried this often.
+BACKGROUND_ATTEMPTS = 5
+BACKGROUND_MAX_WAIT_S = 60.0
+
+
+def github_work(work: dict[str, Any] | None) -> tuple[str, int] | None:
+    """(owner/name, number) when the work is a GitHub issue or pull request."""
+    gh = (work or {}).get("github")
+    if not isinstance(gh, dict):
+        return None
+    repo, number = gh.get("repo"), gh.get("number")
+    if not isinstance(repo, str) or not isinstance(number, int):
+        return None
+    return repo, number
+
+
+def _vars(repo: str, **more: int | str) -> dict[str, str]:
+    owner, _, name = repo.partition("/")
+    return {"owner": owner, "repo": name, **{k: str(v) for k, v in more.items()}}
+
+
+class GitHubSurface:
+    name = SURFACE
+
+    def __init__(self, settings: Settings, config: Config, broker: Broker) -> None:
+        self.config = config
+        self.broker = broker
+        self.auth = GitHubAuth(settings, broker.clock)
+        try:
+            self.auth.check()
+        except Exception:
+            raise SurfaceConfigError(
+                "GITHUB_PRIVATE_KEY (or the file at GITHUB_PRIVATE_KEY_PATH) is not a PEM "
+                "private key that can sign a GitHub App JWT"
+            ) from None
+        self.desk = AnswerDesk(broker, self._schedule_reaction)
+        self.webhook = Webhook(settings.github_webhook_secret or "", self.desk)
+        self._session: aiohttp.ClientSession | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.reactions = 0
+        self.posts = 0
+
+    # -- the Surface protocol --------------------------------------------------------------
+
+    def reaches(self, responder: Responder, work: dict[str, Any] | None) -> bool:
+        return responder.kind == SURFACE and github_work(work) is not None
+
+    def wants(self, ask: AskRow, action: str) -> bool:
+        if not self.config.github.post_questions or github_work(ask.work) is None:
+            return False
+        if action == POST:
+            # Nobody could answer it here: publishing it would only expose it.
+            return has_github_responder(ask)
+        # On escalation nothing is posted: the comment already names who may answer here,
+        # and Slack posts the escalation again.
+        return action == CLOSE
+
+    async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
+        installation_id = (payload or {}).get("installation_id")
+        where = github_work(ask.work)
+        repo = str((payload or {}).get("repo") or (where[0] if where else ""))
+        try:
+            if action == REACT and payload is not None:
+                await self._react(payload)
+            elif action == POST:
+                await self._post(ask)
+            elif action == CLOSE:
+                await self._close(ask)
+        except NotInstalled:
+            emit(log, "github.not_installed", level=logging.WARNING, ask=ask.id, repo=repo,
+                 action=action)
+        except gidgethub.HTTPException as exc:
+            self._failed(exc, ask, action, repo, installation_id)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "on": True,
+            "auth": self.auth.mode,
+            "webhook": WEBHOOK_PATH,
+            "deliveries": self.webhook.stats.deliveries,
+            "bad_signatures": self.webhook.stats.refused,
+            "tokens_minted": self.auth.minted,
+            "post_questions": self.config.github.post_questions,
+        }
+
+    def routes(self) -> list[web.RouteDef]:
+        return self.webhook.routes()
+
+    async def start(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    async def close(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- GitHub calls ----------------------------------------------------------------------
+
+    async def _api(self, repo: str, installation_id: int | None = None) -> GitHubAPI:
+        if self._session is None:
+            raise RuntimeError("the GitHub surface is not started")
+        return await self.auth.api(self._session, repo, installation_id)
+
+    async def _react(self, payload: dict[str, Any]) -> None:
+        repo = str(payload["repo"])
+        gh = await self._api(repo, payload.get("installation_id"))
+        # A relative path with url_vars: an absolute URL from the payload would leave base_url.
+        await gh.post(
+            REACTIONS, _vars(repo, comment_id=int(payload["comment_id"])),
+            data={"content": payload["content"]},
+        )
+        self.reactions += 1
+        emit(log, "github.reacted", repo=repo, comment=payload["comment_id"],
+             content=payload["content"])
+
+    async def _post(self, ask: AskRow) -> None:
+        """Post the question once, even across a crash between posting and recording it."""
+        where = github_work(ask.work)
+        if where is None or ask.status != rules.OPEN:
+            return  # closed before its turn came: no need to publish it any more
+        if await self.broker.post_location(ask, SURFACE) is not None:
+            return
+        repo, number = where
+        gh = await self._api(repo)
+        comment_id = await self._find_post(gh, ask, repo, number)
+        if comment_id is None:
+            comment = await gh.post(
+                ISSUE_COMMENTS, _vars(repo, number=number),
+                data={"body": question_comment(ask, Broker.ref(ask))},
+            )
+            comment_id = int(comment["id"])
+            self.posts += 1
+        await self.broker.record_posted(
+            ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
+            where=f"{repo}#{number}",
+        )
+
+    async def _find_post(self, gh: GitHubAPI, ask: AskRow, repo: str, number: int) -> int | None:
+        """The comment an earlier attempt posted but did not live to record, by its marker."""
+        since = datetime.fromtimestamp(ask.created_at - SINCE_SKEW_S, UTC)
+        url_vars = {**_vars(repo, number=number), "per_page": str(PER_PAGE),
+                    "since": since.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        wanted = marker(ask.id)
+        async for comment in gh.getiter(LIST_COMMENTS, url_vars):
+            if wanted in str(comment.get("body") or ""):
+                return int(comment["id"])
+        return None
+
+    async def _close(self, ask: AskRow) -> None:
+        location = await self.broker.post_location(ask, SURFACE)
+        if location is None:
+            return  # never posted here (post_questions was off, or nobody here could answer)
+        repo = str(location["repo"])
+        gh = await self._api(repo)
+        await gh.patch(
+            COMMENT, _vars(repo, comment_id=int(location["comment_id"])),
+            data={"body": closed_comment(ask, Broker.ref(ask))},
+        )
+        emit(log, "github.updated", ask=ask.id, ref=Broker.ref(ask), status=ask.status)
+
+    def _failed(
+        self, exc: gidgethub.HTTPException, ask: AskRow, action: str, repo: str,
+        installation_id: int | None,
+    ) -> None:
+        """Wait, retry or give up: raises for the outbox to retry, returns to drop the row."""
+        what = disposition(exc, self.broker.clock.now())
+        status = int(exc.status_code)
+        if what.reauth:
+            self.auth.forget(installation_id, repo)
+        if what.wait is not None:
+            raise RetryLater(what.wait, f"github {status}") from None
+        if what.retry:
+            raise exc  # the outbox's backoff
+        emit(log, "github.gave_up", level=logging.WARNING, ask=ask.id, action=action,
+             repo=repo, status=status)
+
+    # -- reactions -------------------------------------------------------------------------
+
+    async def _schedule_reaction(self, ask: AskRow | None, said: Said, content: str) -> None:
+        payload = {
+            "repo": said.repo,
+            "comment_id": said.comment_id,
+            "content": content,
+            "installation_id": said.installation_id,
+        }
+        if ask is not None:
+            # Through the outbox: retried with backoff, and it survives a restart.
+            await self.broker.enqueue(ask, SURFACE, REACT, payload)
+        else:
+            self._spawn(self._react_soon(payload))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _react_soon(self, payload: dict[str, Any]) -> None:
+        """A reaction with no ask behind it: a few tries here, since the outbox needs an ask."""
+        for attempt in range(BACKGROUND_ATTEMPTS):
+            try:
+                await self._react(payload)
+                return
+            except gidgethub.HTTPException as exc:
+                what = disposition(exc, self.broker.clock.now())
+                if what.give_up:
+                    break
+                if what.reauth:
+                    self.auth.forget(payload.get("installation_id"), str(payload["repo"]))
+                wait = what.wait if what.wait is not None else 2.0**attempt
+            except (aiohttp.ClientError, TimeoutError):
+                wait = 2.0**attempt
+            await asyncio.sleep(min(wait, BACKGROUND_MAX_WAIT_S))
+        emit(log, "github.reaction_dropped", level=logging.WARNING, repo=payload["repo"],
+             comment=payload["comment_id"])
