@@ -542,3 +542,29 @@ async def test_a_post_whose_recording_was_lost_is_adopted_not_repeated(hub: Hub)
     assert location is not None and location["comment_id"] == earlier["id"]
     assert hub.fake.calls_matching("POST", ISSUE_COMMENTS) == []
     assert len(hub.fake.comments_on(REPO, NUMBER)) == 1
+
+
+async def test_github_answer_approves_a_gated_call(
+    start_aye: StartAye, database_url: str, fake_github: FakeGitHub
+) -> None:
+    """A maintainer's `/answer approve` on the issue lets the agent's exact call through once."""
+    gates = Config.model_validate({"gates": [{
+        "operations": ["deploy."], "responders": ["github:octocat"], "timeout": "1h"}]})
+    hub = Hub(await start_aye(database_url, gates, env=app_env(fake_github)), fake_github)
+    body = {"operation": "deploy.prod", "input": {"version": "1.4.2"}, "work": WORK}
+    headers = {"Authorization": "Bearer agent-test-token"}
+    resp = await hub.aye.client.post("/v1/calls", json=body, headers=headers)
+    assert resp.status == 202
+    ask = (await resp.json())["ask"]
+    waiting = asyncio.create_task(hub.aye.wait(ask["id"], timeout=30))
+
+    _, stranger = await hub.say("/answer approve", login="mallory")
+    assert (await hub.reaction(stranger)).json_body == {"content": "confused"}
+    _, comment = await hub.say("/answer approve\nShip it.")
+    assert (await hub.reaction(comment)).json_body == {"content": "+1"}
+    woke = await asyncio.wait_for(waiting, 5)
+    assert woke["outcome"] == "approved"
+    resp = await hub.aye.client.post("/v1/calls", json=body, headers=headers)
+    assert (await resp.json()) == {"decision": "allow", "approval": ask["id"]}
+    view = await hub.aye.get(ask["id"], operator=True)
+    assert view["answered_by"] == "github:octocat" and view["answer"]["note"] == "Ship it."
