@@ -73,6 +73,17 @@ class NewAsk:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """Surface work an answer earns whatever its outcome (a reaction on the comment that gave
+    it), written to the outbox in the answer's own transaction so a crash cannot split them.
+    The outbox row's payload gets `taken` and `reason` added."""
+
+    surface: str
+    action: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerResult:
     taken: bool
     reason: str | None  # a key of bot.asks.REASONS when refused
@@ -317,6 +328,7 @@ class Broker:
         note: str | None = None,
         surface: str = "api",
         public: bool = False,
+        follow_up: FollowUp | None = None,
     ) -> AnswerResult:
         """Take `text` from `person` as the answer, or refuse it and record why.
 
@@ -324,16 +336,18 @@ class Broker:
         ask refuses it.
         """
         if not admitted(person, self.allowed(ask)):
-            return await self._refuse(ask, person, "not_a_responder", surface)
+            return await self._refuse(ask, person, "not_a_responder", surface, follow_up=follow_up)
         if ask.status != rules.OPEN:
             event = "late" if ask.status == rules.ANSWERED else "refused"
-            return await self._refuse(ask, person, rules.closed_reason(ask.status), surface, event)
+            return await self._refuse(
+                ask, person, rules.closed_reason(ask.status), surface, event, follow_up
+            )
         if ask.sensitive and public:
-            return await self._refuse(ask, person, "sensitive", surface)
+            return await self._refuse(ask, person, "sensitive", surface, follow_up=follow_up)
         try:
             answer = rules.match_answer(ask.options, text)
         except rules.InvalidAnswer:
-            return await self._refuse(ask, person, "invalid_answer", surface)
+            return await self._refuse(ask, person, "invalid_answer", surface, follow_up=follow_up)
         outcome = None
         if ask.kind == rules.APPROVAL:
             outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
@@ -355,11 +369,13 @@ class Broker:
                     detail["outcome"] = outcome
                 await self._history(conn, ask.seq, now, "answered", detail)
                 await self._closed(conn, ask)
+                await self._follow_up(conn, ask, follow_up, True, None)
             else:
                 # Another answer committed between our read and this write: it won.
                 await self._history(
                     conn, ask.seq, now, "late", {"by": str(person), "why": "answered", "surface": surface}
                 )
+                await self._follow_up(conn, ask, follow_up, False, "answered")
         if won.rowcount != 1:
             emit(log, "ask.late", id=ask.id, ref=self.ref(ask), by=str(person), surface=surface)
             return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
@@ -369,22 +385,41 @@ class Broker:
         return AnswerResult(True, None, await self.by_seq(ask.seq or 0))
 
     async def _refuse(
-        self, ask: AskRow, person: Responder, reason: str, surface: str, event: str = "refused"
+        self, ask: AskRow, person: Responder, reason: str, surface: str, event: str = "refused",
+        follow_up: FollowUp | None = None,
     ) -> AnswerResult:
         now = self.clock.now()
         async with self.store.write() as conn:
             await self._history(
                 conn, ask.seq, now, event, {"by": str(person), "why": reason, "surface": surface}
             )
+            await self._follow_up(conn, ask, follow_up, False, reason)
         emit(log, f"answer.{event}", id=ask.id, ref=self.ref(ask), by=str(person), why=reason,
              surface=surface)
         return AnswerResult(False, reason, ask)
 
     async def record_refusal(
-        self, ask: AskRow, person: Responder, reason: str, surface: str
+        self, ask: AskRow, person: Responder, reason: str, surface: str,
+        follow_up: FollowUp | None = None,
     ) -> AnswerResult:
         """For surfaces that refuse before an answer reaches the rules (ambiguous, malformed)."""
-        return await self._refuse(ask, person, reason, surface)
+        return await self._refuse(ask, person, reason, surface, follow_up=follow_up)
+
+    async def _follow_up(
+        self, conn: AsyncConnection, ask: AskRow, follow_up: FollowUp | None, taken: bool,
+        reason: str | None,
+    ) -> None:
+        if follow_up is None:
+            return
+        now = self.clock.now()
+        await conn.execute(
+            OUTBOX.insert().values(
+                ask_seq=ask.seq, surface=follow_up.surface, action=follow_up.action,
+                payload={**follow_up.payload, "taken": taken, "reason": reason},
+                created_at=now, due_at=now,
+            )
+        )
+        self.outbox_poke.set()
 
     async def withdraw(self, ask: AskRow, by: str) -> AskRow | None:
         """Withdraw an open ask; None when it was no longer open."""
@@ -599,18 +634,6 @@ class Broker:
         if rows:
             await conn.execute(OUTBOX.insert(), rows)
             self.outbox_poke.set()
-
-    async def enqueue(self, ask: AskRow, surface: str, action: str, payload: dict[str, Any]) -> None:
-        """A surface's own follow-up work (a reaction to add), retried like any outbox row."""
-        now = self.clock.now()
-        async with self.store.write() as conn:
-            await conn.execute(
-                OUTBOX.insert().values(
-                    ask_seq=ask.seq, surface=surface, action=action, payload=payload,
-                    created_at=now, due_at=now,
-                )
-            )
-        self.outbox_poke.set()
 
     async def record_posted(
         self, ask: AskRow, surface: str, location: dict[str, Any], where: str

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bot.asks import parse_ref
-from bot.broker import Broker
+from bot.broker import Broker, FollowUp
 from bot.logs import emit
 from bot.responders import Responder
 from store.models import AskRow
@@ -20,9 +20,10 @@ log = logging.getLogger("aye.github")
 SURFACE = "github"
 NO_OPEN_ASK, AMBIGUOUS = "no_open_ask", "ambiguous"
 
-# Schedules a reaction on the comment: through the outbox of `ask`, or without one when no ask
-# of the work exists.
-React = Callable[[AskRow | None, Said, str], Awaitable[None]]
+# The reaction a comment earns, as outbox work written in the answer's own transaction.
+ReactionFor = Callable[[Said], FollowUp]
+# A reaction with no ask behind it (nothing to hang an outbox row on).
+ReactFree = Callable[[Said, str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +79,10 @@ def choose(
 class AnswerDesk:
     """What the webhook handlers call: dedupe the delivery, answer, and schedule the reaction."""
 
-    def __init__(self, broker: Broker, react: React) -> None:
+    def __init__(self, broker: Broker, reaction_for_comment: ReactionFor, react_free: ReactFree) -> None:
         self.broker = broker
-        self.react = react
+        self.reaction_for_comment = reaction_for_comment
+        self.react_free = react_free
 
     async def first_time(self, delivery_id: str) -> bool:
         """Recorded before acting: a delivery whose handling crashed midway counts as seen,
@@ -91,28 +93,33 @@ class AnswerDesk:
         return first
 
     async def answer(self, said: Said, command: Command, delivery_id: str, react: bool) -> Outcome:
-        outcome = await self._decide(said, command)
+        follow_up = self.reaction_for_comment(said) if react and said.comment_id is not None else None
+        outcome = await self._decide(said, command, follow_up)
         emit(log, "github.answer", delivery=delivery_id, by=said.login, where=_where(said),
              ask=outcome.ask.id if outcome.ask else None,
              ref=Broker.ref(outcome.ask) if outcome.ask else None,
              taken=outcome.taken, why=outcome.reason)
-        if react and said.comment_id is not None:
-            await self.react(outcome.ask, said, reaction_for(outcome.taken))
+        if follow_up is not None and outcome.ask is None:
+            await self.react_free(said, reaction_for(outcome.taken))
         return outcome
 
-    async def _decide(self, said: Said, command: Command) -> Outcome:
+    async def _decide(self, said: Said, command: Command, follow_up: FollowUp | None) -> Outcome:
         person = Responder(SURFACE, said.login)
         open_asks = await self.broker.open_on_work(said.work_key)
         named, elsewhere = await self._named(command, said, open_asks)
         choice = choose(command, open_asks, named, elsewhere)
         if isinstance(choice, Target):
             result = await self.broker.answer(
-                choice.ask, person, choice.text, command.note, surface=SURFACE, public=True
+                choice.ask, person, choice.text, command.note, surface=SURFACE, public=True,
+                follow_up=follow_up,
             )
             return Outcome(result.taken, result.reason, choice.ask)
         if isinstance(choice, Ambiguous):
-            for ask in choice.open_asks:
-                await self.broker.record_refusal(ask, person, AMBIGUOUS, SURFACE)
+            for index, ask in enumerate(choice.open_asks):
+                # One reaction on the comment, whatever the number of asks it could mean.
+                await self.broker.record_refusal(
+                    ask, person, AMBIGUOUS, SURFACE, follow_up if index == 0 else None
+                )
             return Outcome(False, AMBIGUOUS, choice.open_asks[0])
         return Outcome(False, NO_OPEN_ASK, None)
 

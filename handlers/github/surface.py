@@ -14,7 +14,7 @@ from aiohttp import web
 from gidgethub.aiohttp import GitHubAPI
 
 from bot import asks as rules
-from bot.broker import Broker
+from bot.broker import Broker, FollowUp
 from bot.config import Config
 from bot.logs import emit
 from bot.responders import Responder
@@ -28,6 +28,7 @@ from .auth import GitHubAuth, NotInstalled
 from .events import Said
 from .faults import disposition
 from .messages import closed_comment, has_github_responder, marker, question_comment
+from .parsing import reaction_for
 from .webhook import WEBHOOK_PATH, Webhook
 
 log = logging.getLogger("aye.github")
@@ -75,7 +76,7 @@ class GitHubSurface:
                 "GITHUB_PRIVATE_KEY (or the file at GITHUB_PRIVATE_KEY_PATH) is not a PEM "
                 "private key that can sign a GitHub App JWT"
             ) from None
-        self.desk = AnswerDesk(broker, self._schedule_reaction)
+        self.desk = AnswerDesk(broker, self._reaction, self._react_free)
         self.webhook = Webhook(settings.github_webhook_secret or "", self.desk)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -150,11 +151,11 @@ class GitHubSurface:
         # A relative path with url_vars: an absolute URL from the payload would leave base_url.
         await gh.post(
             REACTIONS, _vars(repo, comment_id=int(payload["comment_id"])),
-            data={"content": payload["content"]},
+            data={"content": _content(payload)},
         )
         self.reactions += 1
         emit(log, "github.reacted", repo=repo, comment=payload["comment_id"],
-             content=payload["content"])
+             content=_content(payload))
 
     async def _post(self, ask: AskRow) -> None:
         """Post the question once, even across a crash between posting and recording it."""
@@ -219,18 +220,19 @@ class GitHubSurface:
 
     # -- reactions -------------------------------------------------------------------------
 
-    async def _schedule_reaction(self, ask: AskRow | None, said: Said, content: str) -> None:
-        payload = {
+    def _reaction(self, said: Said) -> FollowUp:
+        """The outbox work for a reaction on an `/answer` comment; `taken` is added by the core."""
+        return FollowUp(SURFACE, REACT, {
             "repo": said.repo,
             "comment_id": said.comment_id,
-            "content": content,
             "installation_id": said.installation_id,
-        }
-        if ask is not None:
-            # Through the outbox: retried with backoff, and it survives a restart.
-            await self.broker.enqueue(ask, SURFACE, REACT, payload)
-        else:
-            self._spawn(self._react_soon(payload))
+        })
+
+    async def _react_free(self, said: Said, content: str) -> None:
+        self._spawn(self._react_soon({
+            "repo": said.repo, "comment_id": said.comment_id, "content": content,
+            "installation_id": said.installation_id,
+        }))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -255,3 +257,8 @@ class GitHubSurface:
             await asyncio.sleep(min(wait, BACKGROUND_MAX_WAIT_S))
         emit(log, "github.reaction_dropped", level=logging.WARNING, repo=payload["repo"],
              comment=payload["comment_id"])
+
+
+def _content(payload: dict[str, Any]) -> str:
+    """The reaction: given outright, or earned by the answer's outcome (`taken`)."""
+    return str(payload.get("content") or reaction_for(bool(payload.get("taken"))))
