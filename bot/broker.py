@@ -314,7 +314,9 @@ class Broker:
             ask = AskRow.model_construct(**{**_defaults(), **values, "seq": seq})
             await self._history(conn, seq, values["created_at"], "created", detail)
             await self._outbox(conn, ask, POST)
+        # After the commit: a loop poked before it could look, find nothing, and sleep on.
         self.clock_poke.set()
+        self.outbox_poke.set()
         emit(log, "ask.created", id=ask.id, ref=self.ref(ask), kind=ask.kind, agent=ask.agent)
         return ask
 
@@ -377,6 +379,8 @@ class Broker:
                 )
                 await self._follow_up(conn, ask, follow_up, False, "answered")
         if won.rowcount != 1:
+            if follow_up is not None:
+                self.outbox_poke.set()
             emit(log, "ask.late", id=ask.id, ref=self.ref(ask), by=str(person), surface=surface)
             return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
         self._after_close(ask)
@@ -394,6 +398,8 @@ class Broker:
                 conn, ask.seq, now, event, {"by": str(person), "why": reason, "surface": surface}
             )
             await self._follow_up(conn, ask, follow_up, False, reason)
+        if follow_up is not None:
+            self.outbox_poke.set()
         emit(log, f"answer.{event}", id=ask.id, ref=self.ref(ask), by=str(person), why=reason,
              surface=surface)
         return AnswerResult(False, reason, ask)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from bot.broker import Broker
@@ -85,6 +86,12 @@ class Deliverer:
             try:
                 await surface.deliver(ask, row.action, row.payload)
             except asyncio.CancelledError:
+                # Shutting down mid-delivery: give the row back now rather than leave it
+                # claimed for a minute, holding up the ask's later rows after a restart.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(
+                        asyncio.shield(self.broker.retry_outbox(row, 0.0, "interrupted")), 2
+                    )
                 raise
             except RetryLater as wait:
                 emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,

@@ -1,0 +1,182 @@
+"""Showing asks in Slack for the outbox: post once, update on close, post again on escalation.
+
+Exactly once: every post carries message metadata with the ask id, and before posting aye looks
+in the thread (or the channel's recent history) for a message carrying it. A crash between
+Slack's reply and `record_posted` therefore adopts the earlier post instead of repeating it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import asks as rules
+from bot.broker import Broker
+from bot.logs import emit
+from handlers.slack import blocks
+from handlers.slack.answering import SURFACE
+from handlers.slack.errors import slack_error
+from store.models import AskRow
+
+log = logging.getLogger("aye.slack")
+
+PAGE_LIMIT = 200
+# conversations.history is scanned from a little before the ask was created: Slack's clock and
+# aye's may differ, and a post cannot be older than its ask.
+LOOKBACK_MARGIN_S = 600.0
+# A message someone deleted cannot be updated; retrying would never end.
+GONE = frozenset({"message_not_found", "cant_update_message", "is_archived"})
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    channel: str
+    thread_ts: str | None  # None: start a new thread at the top of the channel
+
+
+def work_thread(work: dict[str, Any] | None) -> Target | None:
+    slack = (work or {}).get("slack")
+    if not slack:
+        return None
+    return Target(str(slack["channel"]), str(slack["thread_ts"]))
+
+
+class Posts:
+    def __init__(
+        self,
+        broker: Broker,
+        client: AsyncWebClient,
+        poster: AsyncWebClient,
+        default_channel: str | None,
+    ) -> None:
+        self.broker = broker
+        self.client = client  # retries 429s, 5xx and cut connections: for idempotent calls
+        self.poster = poster  # retries 429s only: a retried post might post twice
+        self.default_channel = default_channel
+        self.bot_id: str | None = None  # set from auth.test: only our own posts are adopted
+
+    def target(self, ask: AskRow) -> Target | None:
+        thread = work_thread(ask.work)
+        if thread is not None:
+            return thread
+        return Target(self.default_channel, None) if self.default_channel else None
+
+    # -- the outbox actions ------------------------------------------------------------------
+
+    async def post(self, ask: AskRow) -> None:
+        if ask.status != rules.OPEN:
+            return  # closed before it could be shown: there is nothing left to ask
+        if await self.broker.post_location(ask, SURFACE) is not None:
+            return
+        target = self.target(ask)
+        if target is None:
+            emit(log, "slack.no_target", level=logging.WARNING, id=ask.id)
+            return
+        ref = self.broker.ref(ask)
+        ts = await self._find(target, ask, blocks.ASK_EVENT, ask.created_at)
+        if ts is None:
+            ts = await self._send(target, blocks.question_message(ask, ref))
+        else:
+            emit(log, "slack.adopted", id=ask.id, ref=ref, channel=target.channel, ts=ts)
+        location: dict[str, Any] = {"channel": target.channel, "ts": ts}
+        if target.thread_ts:
+            location["thread_ts"] = target.thread_ts
+        await self.broker.record_posted(
+            ask, SURFACE, location, where=f"{target.channel}/{target.thread_ts or ts}"
+        )
+
+    async def close(self, ask: AskRow) -> None:
+        location = await self.broker.post_location(ask, SURFACE)
+        if location is None:
+            return  # never shown in Slack
+        ref = self.broker.ref(ask)
+        channel, ts = location["channel"], location["ts"]
+        first_is_escalation = bool(location.get("escalation"))
+        await self._update(ask, channel, ts, blocks.closed_message(ask, ref, first_is_escalation))
+        if ask.escalated_at is not None and not first_is_escalation:
+            thread = Target(channel, location.get("thread_ts") or ts)
+            again = await self._find(thread, ask, blocks.ESCALATION_EVENT, ask.escalated_at)
+            if again is not None:
+                await self._update(ask, channel, again, blocks.closed_message(ask, ref, True))
+
+    async def escalate(self, ask: AskRow) -> None:
+        if ask.status != rules.OPEN:
+            return
+        ref = self.broker.ref(ask)
+        location = await self.broker.post_location(ask, SURFACE)
+        if location is not None:
+            target = Target(location["channel"], location.get("thread_ts") or location["ts"])
+        else:
+            # Not posted before (no Slack responder until now): the escalation starts a thread.
+            found = self.target(ask)
+            if found is None:
+                emit(log, "slack.no_target", level=logging.WARNING, id=ask.id)
+                return
+            target = found
+        since = ask.escalated_at or ask.created_at
+        ts = await self._find(target, ask, blocks.ESCALATION_EVENT, since)
+        if ts is None:
+            ts = await self._send(target, blocks.escalation_message(ask, ref))
+        where = f"{target.channel}/{target.thread_ts or ts} (escalated)"
+        new = {"channel": target.channel, "ts": ts, "escalation": True}
+        if target.thread_ts:
+            new["thread_ts"] = target.thread_ts
+        # With a post already recorded this only adds "posted" to the history.
+        await self.broker.record_posted(ask, SURFACE, location or new, where=where)
+
+    # -- Slack calls -------------------------------------------------------------------------
+
+    async def _send(self, target: Target, message: blocks.Message) -> str:
+        sent = await self.poster.chat_postMessage(
+            channel=target.channel,
+            thread_ts=target.thread_ts,
+            text=message.text,
+            blocks=message.blocks,
+            metadata=message.metadata,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        return str(sent["ts"])
+
+    async def _update(self, ask: AskRow, channel: str, ts: str, message: blocks.Message) -> None:
+        try:
+            await self.client.chat_update(
+                channel=channel,
+                ts=ts,
+                text=message.text,
+                blocks=message.blocks,
+                metadata=message.metadata,
+            )
+        except SlackApiError as exc:
+            if slack_error(exc) not in GONE:
+                raise
+            emit(log, "slack.update_skipped", level=logging.WARNING, id=ask.id, channel=channel,
+                 ts=ts, slack_error=slack_error(exc))
+
+    async def _find(self, target: Target, ask: AskRow, event: str, since: float) -> str | None:
+        """The ts of our message in the thread (or channel) that carries this ask under `event`."""
+        cursor: str | None = None
+        while True:
+            if target.thread_ts:
+                page = await self.client.conversations_replies(
+                    channel=target.channel, ts=target.thread_ts, include_all_metadata=True,
+                    limit=PAGE_LIMIT, cursor=cursor,
+                )
+            else:
+                page = await self.client.conversations_history(
+                    channel=target.channel, oldest=f"{since - LOOKBACK_MARGIN_S:.6f}",
+                    include_all_metadata=True, limit=PAGE_LIMIT, cursor=cursor,
+                )
+            for message in page.get("messages") or []:
+                if blocks.marked_ask_id(message, event) == ask.id and self._ours(message):
+                    return str(message["ts"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if not page.get("has_more") or not cursor:
+                return None
+
+    def _ours(self, message: dict[str, Any]) -> bool:
+        return self.bot_id is None or message.get("bot_id") in (None, self.bot_id)

@@ -1,0 +1,326 @@
+"""The Slack surface: a Socket Mode connection in this process, and the Web API for the outbox.
+
+Start-up never stops the HTTP API: a refused token is one clear log line and an unhealthy
+/healthz, with posts left waiting in the outbox; an unreachable Slack is retried in the
+background with backoff. Once connected, slack-sdk reconnects a lost connection by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.broker import Broker
+from bot.config import Config
+from bot.logs import emit
+from bot.responders import Responder
+from bot.settings import Settings
+from bot.surfaces import CLOSE, ESCALATE, POST, RetryLater
+from handlers.slack import actions, errors, views
+from handlers.slack.answering import SURFACE
+from handlers.slack.errors import slack_error
+from handlers.slack.posts import Posts, work_thread
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from store.models import AskRow
+
+log = logging.getLogger("aye.slack")
+
+AUTH_TIMEOUT_S = 10.0
+# connect_async() retries a refused or unreachable Socket Mode endpoint forever: bound it.
+CONNECT_TIMEOUT_S = 10.0
+PING_INTERVAL_S = 10.0
+HTTP_TIMEOUT_S = 20
+FIRST_RETRY_S = 2.0
+MAX_RETRY_S = 300.0
+RATE_LIMIT_RETRIES = 2
+SERVER_ERROR_RETRIES = 2
+CONNECTION_ERROR_RETRIES = 2
+# A 429 asking to wait longer than this goes back to the outbox (RetryLater) instead of
+# holding a delivery slot and the outbox row's claim while it sleeps.
+MAX_INLINE_RETRY_AFTER_S = 10.0
+DEFAULT_RETRY_AFTER_S = 30.0
+# A refused bot token cannot get better without a restart; look again now and then anyway,
+# as another process with a good token may have delivered meanwhile.
+REFUSED_RETRY_S = 300.0
+
+OK, UNCHECKED, UNREACHABLE = "ok", "unchecked", "unreachable"
+TOKEN_REFUSED_EFFECT = {
+    "SLACK_BOT_TOKEN": "Slack is off until the token is fixed and aye restarted; the HTTP API "
+    "keeps serving and Slack posts wait in the outbox",
+    "SLACK_APP_TOKEN": "no Socket Mode: questions are posted but buttons do not answer until "
+    "the token is fixed and aye restarted",
+}
+
+
+def retry_after(headers: Any, default: float = DEFAULT_RETRY_AFTER_S) -> float:
+    """Seconds from a Retry-After header (any case; a list of values or one)."""
+    for name, value in dict(headers or {}).items():
+        if name.lower() == "retry-after":
+            first = value[0] if isinstance(value, list) else value
+            try:
+                return max(float(first), 0.0)
+            except (TypeError, ValueError):
+                return default
+    return default
+
+
+class ShortRateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """Waits out a 429's Retry-After in place, but only a short one."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if response is None or response.status_code != 429:
+            return False
+        return retry_after(response.headers) <= MAX_INLINE_RETRY_AFTER_S
+
+
+def _refused(status: str) -> bool:
+    return status not in (OK, UNCHECKED, UNREACHABLE)
+
+
+class SlackSurface:
+    name = SURFACE
+
+    def __init__(self, settings: Settings, config: Config, broker: Broker) -> None:
+        assert settings.slack_bot_token and settings.slack_app_token  # handlers.slack_on
+        self._bot_token = settings.slack_bot_token
+        self._app_token = settings.slack_app_token
+        self._api_url = settings.slack_api_url
+        self._default_channel = config.slack.default_channel
+        self._broker = broker
+        self._posts: Posts | None = None
+        self._app: AsyncApp | None = None
+        self._handler: AsyncSocketModeHandler | None = None
+        self._retrying: asyncio.Task[None] | None = None
+        self._auth = UNCHECKED
+        self._app_auth = UNCHECKED
+
+    # -- who and what ----------------------------------------------------------------------
+
+    def reaches(self, responder: Responder, work: dict[str, Any] | None) -> bool:
+        if responder.kind != SURFACE:
+            return False
+        return work_thread(work) is not None or self._default_channel is not None
+
+    def wants(self, ask: AskRow, action: str) -> bool:
+        """A Slack thread's ask always; otherwise the default channel's, for Slack responders."""
+        if work_thread(ask.work) is not None:
+            return True
+        if self._default_channel is None:
+            return False
+        names = list(ask.responders)
+        if action != POST:  # an escalation may be the first time a Slack person is asked
+            names += ask.escalate_responders or []
+        return any(name.partition(":")[0] == SURFACE for name in names)
+
+    def routes(self) -> list[web.RouteDef]:
+        return []  # Socket Mode: Slack needs no route into this process
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "on": True,
+            "connected": self._connected(),
+            "auth": self._auth,
+            "app_token": self._app_auth,
+        }
+
+    def _connected(self) -> bool:
+        if self._handler is None:
+            return False
+        client = self._handler.client
+        session = client.current_session
+        return not client.closed and not client.stale and session is not None and not session.closed
+
+    # -- start and stop ----------------------------------------------------------------------
+
+    def _web_client(
+        self, session: aiohttp.ClientSession, retries: list[AsyncRetryHandler]
+    ) -> AsyncWebClient:
+        return AsyncWebClient(
+            token=self._bot_token,
+            base_url=self._api_url,
+            session=session,
+            timeout=HTTP_TIMEOUT_S,
+            retry_handlers=retries,
+        )
+
+    async def start(self, session: aiohttp.ClientSession) -> None:
+        client = self._web_client(
+            session,
+            [
+                ShortRateLimitRetry(max_retry_count=RATE_LIMIT_RETRIES),
+                AsyncServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),
+                AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_ERROR_RETRIES),
+            ],
+        )
+        # A post retried after a 5xx or a cut connection may already have been made: only a
+        # 429 (certainly not posted) is retried in place; the outbox retries the rest, and
+        # looks for the earlier post first.
+        poster = self._web_client(
+            session, [ShortRateLimitRetry(max_retry_count=RATE_LIMIT_RETRIES)]
+        )
+        self._posts = Posts(self._broker, client, poster, self._default_channel)
+        # bolt builds each listener's client from this one: same base_url, session, retries.
+        # bolt's own logger is kept: bot.logs holds "slack_bolt" at warning, so payloads it
+        # logs at debug (a typed answer among them) never reach the log.
+        self._app = AsyncApp(client=client)
+        actions.register(self._app, self._broker)
+        views.register(self._app, self._broker)
+        errors.register(self._app)
+        if not await self._open():
+            self._retrying = asyncio.create_task(self._keep_trying(), name="aye-slack-connect")
+
+    async def close(self) -> None:
+        if self._retrying is not None:
+            self._retrying.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retrying
+        if self._handler is not None:
+            await self._handler.close_async()  # type: ignore[no-untyped-call]
+            self._handler = None
+
+    async def _keep_trying(self) -> None:
+        wait = FIRST_RETRY_S
+        while True:
+            await asyncio.sleep(wait)
+            if await self._open():
+                return
+            wait = min(wait * 2, MAX_RETRY_S)
+
+    async def _open(self) -> bool:
+        """One attempt at the whole start; True when done (connected, or a token refused)."""
+        if self._auth != OK:
+            self._auth = await self._check_bot_token()
+            if self._auth != OK:
+                return _refused(self._auth)
+        if self._app_auth != OK:
+            self._app_auth = await self._check_app_token()
+            if self._app_auth != OK:
+                return _refused(self._app_auth)
+        return await self._connect()
+
+    async def _check(self, call: str, token_env: str) -> tuple[str, dict[str, Any]]:
+        """Call `auth.test` or `apps.connections.open`: ("ok", data), or why not."""
+        assert self._posts is not None
+        client = self._posts.client
+        try:
+            if call == "auth.test":
+                reply = await asyncio.wait_for(client.auth_test(), AUTH_TIMEOUT_S)
+            else:
+                reply = await asyncio.wait_for(
+                    client.apps_connections_open(app_token=self._app_token), AUTH_TIMEOUT_S
+                )
+        except SlackApiError as exc:
+            status = exc.response.status_code
+            if status == 429 or status >= 500:
+                self._unreachable(call, slack_error(exc))
+                return UNREACHABLE, {}
+            code = slack_error(exc) or "refused"
+            self._token_refused(token_env, code)
+            return code, {}
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            self._unreachable(call, exc.__class__.__name__)
+            return UNREACHABLE, {}
+        return OK, dict(reply.data) if isinstance(reply.data, dict) else {}
+
+    async def _check_bot_token(self) -> str:
+        # AsyncApp does not check its token: ask Slack, to fail clearly on invalid_auth.
+        status, data = await self._check("auth.test", "SLACK_BOT_TOKEN")
+        if status == OK and self._posts is not None:
+            self._posts.bot_id = data.get("bot_id")
+        return status
+
+    async def _check_app_token(self) -> str:
+        # With a refused xapp- token connect_async() would retry forever without a word.
+        status, _ = await self._check("apps.connections.open", "SLACK_APP_TOKEN")
+        return status
+
+    async def _connect(self) -> bool:
+        assert self._app is not None
+        # Built here, inside the running loop: it creates a session and a task on creation.
+        handler = AsyncSocketModeHandler(self._app, self._app_token, ping_interval=PING_INTERVAL_S)
+        connecting = handler.connect_async()  # type: ignore[no-untyped-call]
+        try:
+            await asyncio.wait_for(connecting, CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+            self._unreachable("socket mode", "timeout")
+            return False
+        except asyncio.CancelledError:
+            # Shut down mid-connect: the handler's own session and tasks must not outlive us.
+            await handler.close_async()  # type: ignore[no-untyped-call]
+            raise
+        self._handler = handler
+        emit(log, "slack.connected", api=self._api_url)
+        return True
+
+    def _token_refused(self, token_env: str, code: str) -> None:
+        # One line, however often deliveries meet the same refusal afterwards.
+        effect = TOKEN_REFUSED_EFFECT.get(token_env, "")
+        emit(log, "slack.token_refused", level=logging.ERROR, token=token_env, slack_error=code,
+             effect=effect)
+
+    def _unreachable(self, what: str, why: str | None) -> None:
+        emit(log, "slack.unreachable", level=logging.WARNING, call=what, error=why,
+             effect="retrying in the background")
+
+    # -- the outbox --------------------------------------------------------------------------
+
+    async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
+        if _refused(self._auth):
+            raise RetryLater(REFUSED_RETRY_S, f"slack bot token refused: {self._auth}")
+        if self._posts is None:
+            raise RetryLater(FIRST_RETRY_S, "slack is not started")
+        try:
+            if action == POST:
+                await self._posts.post(ask)
+            elif action == CLOSE:
+                await self._posts.close(ask)
+            elif action == ESCALATE:
+                await self._posts.escalate(ask)
+            else:
+                emit(log, "slack.unknown_action", level=logging.WARNING, id=ask.id, action=action)
+        except SlackApiError as exc:
+            raise self._failed(ask, action, exc) from None
+
+    def _failed(self, ask: AskRow, action: str, exc: SlackApiError) -> Exception:
+        """What to raise to the delivery loop for a failed Slack call."""
+        code = slack_error(exc)
+        status = exc.response.status_code
+        emit(log, "slack.call_failed", level=logging.WARNING, id=ask.id, action=action,
+             status=status, slack_error=code)
+        if status == 429:
+            return RetryLater(retry_after(exc.response.headers), "slack rate limited")
+        if code in ("invalid_auth", "not_authed", "account_inactive", "token_revoked",
+                    "token_expired"):
+            if not _refused(self._auth):
+                self._auth = code or "refused"
+                self._token_refused("SLACK_BOT_TOKEN", self._auth)
+            return RetryLater(REFUSED_RETRY_S, f"slack bot token refused: {code}")
+        return exc

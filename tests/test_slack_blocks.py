@@ -1,0 +1,315 @@
+"""The Slack surface's pure parts: Block Kit builders, button values, replies, routing rules."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from sqlalchemy.orm import configure_mappers
+
+from bot.broker import AnswerResult, Broker
+from bot.config import Config
+from bot.responders import Responder
+from bot.settings import Settings
+from bot.surfaces import CLOSE, ESCALATE, POST
+from handlers.slack import blocks
+from handlers.slack.surface import SlackSurface, retry_after
+from store.models import AskRow
+
+ASK_ID = "0123456789abcdef0123456789abcdef"
+DEADLINE = 1_893_456_000.0  # 2030-01-01T00:00:00Z
+DATE = "<!date^1893456000^{date_short_pretty} at {time}|2030-01-01 00:00 UTC>"
+
+
+def make_ask(**fields: Any) -> AskRow:
+    # model_construct on a table model needs its mapper set up, as opening the store does.
+    configure_mappers()
+    values: dict[str, Any] = {
+        "seq": 7, "id": ASK_ID, "agent": "default", "kind": "question", "status": "open",
+        "question": "Deploy now?", "options": ["yes", "no"], "context": None, "work": None,
+        "responders": ["slack:U0123ABCD", "github:octocat", "operator:local"],
+        "escalate_responders": None, "escalated_at": None, "deadline": DEADLINE,
+        "created_at": DEADLINE - 3600, "sensitive": False, "answer_value": None,
+        "answer_option": None, "answer_note": None, "answered_by": None, "outcome": None,
+        "operation": None, "call_input": None,
+    }
+    values.update(fields)
+    return AskRow.model_construct(**values)
+
+
+def approval(**fields: Any) -> AskRow:
+    return make_ask(
+        kind="approval", question="Approve deploy.prod?", options=["approve", "refuse"],
+        context='Input: {"region":"eu"}', operation="deploy.prod", call_input={"region": "eu"},
+        **fields,
+    )
+
+
+def text_of(message: blocks.Message | dict[str, Any]) -> str:
+    found = message.blocks if isinstance(message, blocks.Message) else message["blocks"]
+    parts = []
+    for block in found:
+        if "text" in block:
+            parts.append(block["text"]["text"])
+        parts += [e["text"] for e in block.get("elements") or [] if e.get("type") == "mrkdwn"]
+    return "\n".join(parts)
+
+
+def buttons_of(message: blocks.Message) -> list[dict[str, Any]]:
+    return [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+# -- the question ------------------------------------------------------------------------------
+
+
+def test_question_message_has_one_button_per_option_carrying_ask_and_number() -> None:
+    message = blocks.question_message(make_ask(options=["yes", "no", "later"]), "q7")
+
+    assert [(b["text"]["text"], b["action_id"], b["value"]) for b in buttons_of(message)] == [
+        ("yes", "aye_option_1", f"{ASK_ID}:1"),
+        ("no", "aye_option_2", f"{ASK_ID}:2"),
+        ("later", "aye_option_3", f"{ASK_ID}:3"),
+    ]
+    assert all("style" not in b for b in buttons_of(message))
+    assert message.metadata == {"event_type": "aye_ask", "event_payload": {"ask_id": ASK_ID}}
+
+
+def test_question_message_says_who_it_is_for_the_deadline_and_the_ref() -> None:
+    responders = ["slack:U0123ABCD", "slack", "github:octocat", "github", "operator:local"]
+    ask = make_ask(context="The tests pass.", responders=responders)
+
+    shown = text_of(blocks.question_message(ask, "q7"))
+
+    assert "*Deploy now?*" in shown
+    assert "The tests pass." in shown
+    assert (
+        "*For:* <@U0123ABCD>, anyone in Slack, octocat on GitHub, anyone on GitHub, the operator"
+        in shown
+    )
+    assert f"*Answer by:* {DATE}" in shown
+    assert "*Ref:* `q7`" in shown
+
+
+def test_approval_shows_operation_and_input_with_approve_and_refuse_styled() -> None:
+    message = blocks.question_message(approval(), "a1")
+
+    assert [(b["text"]["text"], b.get("style"), b["value"]) for b in buttons_of(message)] == [
+        ("Approve", "primary", f"{ASK_ID}:1"),
+        ("Refuse", "danger", f"{ASK_ID}:2"),
+    ]
+    shown = text_of(message)
+    assert "*Operation:* `deploy.prod`" in shown
+    assert '*Input:*\n```{"region":"eu"}```' in shown
+    assert "Input: {" not in shown  # shown once, as code
+
+
+def test_free_text_gets_an_answer_button() -> None:
+    message = blocks.question_message(make_ask(options=None), "q7")
+
+    assert [(b["text"]["text"], b["action_id"], b["value"]) for b in buttons_of(message)] == [
+        ("Answer", "aye_answer", ASK_ID)
+    ]
+
+
+def test_fallback_text_never_holds_more_than_the_question() -> None:
+    ask = make_ask(sensitive=True, context="the vault path is /secret/x")
+
+    message = blocks.question_message(ask, "q7")
+
+    assert message.text == "[q7] Deploy now?"
+
+
+def test_agent_text_cannot_ping_or_break_out_of_mrkdwn() -> None:
+    ask = make_ask(question="Ping <!channel> & <@U999>?", context="<https://evil|click>")
+
+    shown = text_of(blocks.question_message(ask, "q7"))
+
+    assert "<!channel>" not in shown and "<@U999>" not in shown and "<https://" not in shown
+    assert "Ping &lt;!channel&gt; &amp; &lt;@U999&gt;?" in shown
+
+
+def test_long_text_is_cut_within_slacks_limits_and_never_inside_an_entity() -> None:
+    ask = make_ask(question="&" * 3000, context="x" * 3000)
+
+    message = blocks.question_message(ask, "q7")
+
+    for block in message.blocks:
+        if block["type"] == "section":
+            assert len(block["text"]["text"]) <= 3000
+    assert blocks.fit("ab&cd", 4) == "ab…"
+    assert blocks.fit("a&bcdefgh", 8) == "a&amp;b…"
+    assert blocks.fit("short", 10) == "short"
+
+
+def test_button_text_is_cut_to_75() -> None:
+    ask = make_ask(options=["x" * 75, "y"])
+
+    assert len(buttons_of(blocks.question_message(ask, "q7"))[0]["text"]["text"]) == 75
+
+
+# -- closed, escalated, modal ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "line"),
+    [
+        ({"status": "answered", "answer_value": "no", "answered_by": "slack:U0123ABCD"},
+         ":white_check_mark: Answered by <@U0123ABCD>: *no*"),
+        ({"status": "answered", "answer_value": "no", "answer_note": "after lunch",
+          "answered_by": "github:octocat"},
+         ":white_check_mark: Answered by octocat on GitHub: *no*\n>after lunch"),
+        ({"status": "answered", "answer_value": "s3cret", "answer_note": "s3cret note",
+          "sensitive": True, "answered_by": "operator:local"},
+         ":white_check_mark: Answered by the operator. The answer is private."),
+        ({"status": "expired"}, f":hourglass: Expired: nobody answered by {DATE}."),
+        ({"status": "withdrawn"},
+         ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed."),
+    ],
+    ids=["answered", "note", "sensitive", "expired", "withdrawn"],
+)
+def test_closed_message_says_how_it_ended_without_buttons(
+    fields: dict[str, Any], line: str
+) -> None:
+    message = blocks.closed_message(make_ask(**fields), "q7")
+
+    assert line in text_of(message)
+    assert buttons_of(message) == []
+    assert "s3cret" not in str(message)
+
+
+@pytest.mark.parametrize(
+    ("fields", "line", "words"),
+    [
+        ({"status": "answered", "outcome": "approved", "answered_by": "slack:U1AB"},
+         ":white_check_mark: Approved by <@U1AB>.", "approved"),
+        ({"status": "answered", "outcome": "approval_refused", "answered_by": "slack:U1AB"},
+         ":no_entry: Refused by <@U1AB>.", "refused"),
+        ({"status": "expired", "outcome": "approval_timed_out"},
+         f":hourglass: Refused: nobody approved it by {DATE}.", "refused (timed out)"),
+    ],
+    ids=["approved", "refused", "timed-out"],
+)
+def test_closed_approval(fields: dict[str, Any], line: str, words: str) -> None:
+    message = blocks.closed_message(approval(**fields), "a1")
+
+    assert line in text_of(message)
+    assert message.text == f"[a1] Approve deploy.prod? ({words})"
+
+
+def test_escalation_message_names_who_it_now_goes_to_and_when_it_is_refused() -> None:
+    ask = approval(escalate_responders=["slack:U0456EFGH", "operator:local"], escalated_at=1.0)
+
+    message = blocks.escalation_message(ask, "a1")
+
+    shown = text_of(message)
+    assert "*Approve or refuse `deploy.prod`? (escalated)*" in shown
+    assert "Nobody answered in time. It now goes to <@U0456EFGH>, the operator as well" in shown
+    assert f"unless someone answers by {DATE}, it will be refused." in shown
+    assert [b["text"]["text"] for b in buttons_of(message)] == ["Approve", "Refuse"]
+    assert message.metadata["event_type"] == "aye_escalation"
+    assert message.text == "[a1] Approve or refuse deploy.prod? (escalated)"
+
+
+def test_answer_modal() -> None:
+    modal = blocks.answer_modal(make_ask(options=None, sensitive=True), "q12345678")
+
+    assert modal["callback_id"] == "aye_answer"
+    assert modal["private_metadata"] == ASK_ID
+    assert len(modal["title"]["text"]) <= 24
+    field = modal["blocks"][-1]
+    assert (field["block_id"], field["element"]["action_id"]) == ("answer", "text")
+    assert field["element"]["max_length"] == 3000
+    assert field["optional"] is False
+    assert "private" in field["hint"]["text"]
+    state = {"answer": {"text": {"type": "plain_text_input", "value": "ok"}}}
+    assert blocks.answer_text(state) == "ok"
+    assert blocks.answer_text({}) == ""
+
+
+# -- values, replies, rules --------------------------------------------------------------------
+
+
+def test_option_values_parse_back() -> None:
+    assert blocks.parse_option_value(f"{ASK_ID}:2") == (ASK_ID, 2)
+    for bad in ("", ASK_ID, f"{ASK_ID}:", f"{ASK_ID}:x", "q7:1", f"{ASK_ID.upper()}:1"):
+        assert blocks.parse_option_value(bad) is None
+
+
+def test_marked_ask_id() -> None:
+    marked = {"metadata": {"event_type": "aye_ask", "event_payload": {"ask_id": ASK_ID}}}
+
+    assert blocks.marked_ask_id(marked) == ASK_ID
+    assert blocks.marked_ask_id(marked, blocks.ESCALATION_EVENT) is None
+    assert blocks.marked_ask_id({"text": "hi"}) is None
+
+
+@pytest.mark.parametrize(
+    ("result", "words"),
+    [
+        (AnswerResult(False, "not_a_responder", None),
+         "Your answer to `q7` was not taken: you are not one of the people this is for."),
+        (AnswerResult(False, "answered", None),
+         "Your answer to `q7` was not taken: it was already answered."),
+        (AnswerResult(False, "expired", None),
+         "Your answer to `q7` was not taken: it has expired."),
+        (AnswerResult(False, "withdrawn", None),
+         "Your answer to `q7` was not taken: it was withdrawn."),
+        (AnswerResult(True, None, make_ask(status="answered", answer_value="yes")),
+         "Thanks: your answer to `q7` was taken: *yes*"),
+        (AnswerResult(True, None, make_ask(status="answered", answer_value="pw", sensitive=True)),
+         "Thanks: your answer to `q7` was taken."),
+    ],
+    ids=["not-a-responder", "answered", "expired", "withdrawn", "taken", "sensitive"],
+)
+def test_reply_in_words(result: AnswerResult, words: str) -> None:
+    assert blocks.reply(make_ask(), "q7", result) == words
+
+
+def test_reply_to_an_approval() -> None:
+    approved = approval(status="answered", outcome="approved", answer_value="approve")
+
+    assert blocks.reply(approval(), "a1", AnswerResult(True, None, approved)) == (
+        "You approved `deploy.prod` (`a1`)."
+    )
+
+
+def test_retry_after_reads_either_header_shape() -> None:
+    assert retry_after({"Retry-After": ["7"]}) == 7.0
+    assert retry_after({"retry-after": "3"}) == 3.0
+    assert retry_after({}) == 30.0
+    assert retry_after({"Retry-After": "soon"}) == 30.0
+
+
+def surface(default_channel: str | None) -> SlackSurface:
+    settings = Settings.from_env({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    config = Config.model_validate({"slack": {"default_channel": default_channel}})
+    # reaches/wants read no store: no broker is needed.
+    return SlackSurface(settings, config, cast(Broker, None))
+
+
+def test_reaches_slack_people_in_a_thread_or_with_a_default_channel() -> None:
+    thread = {"slack": {"channel": "C1", "thread_ts": "1.2"}}
+    issue = {"github": {"repo": "o/r", "number": 1}}
+
+    assert surface(None).reaches(Responder("slack", "U1AB"), thread)
+    assert surface(None).reaches(Responder("slack"), thread)
+    assert not surface(None).reaches(Responder("slack", "U1AB"), issue)
+    assert not surface(None).reaches(Responder("github", "octocat"), thread)
+    assert surface("C0DEF").reaches(Responder("slack", "U1AB"), issue)
+    assert surface("C0DEF").reaches(Responder("slack", "U1AB"), None)
+
+
+def test_wants_posts_in_a_thread_or_for_slack_responders_in_the_default_channel() -> None:
+    thread = {"slack": {"channel": "C1", "thread_ts": "1.2"}}
+    operator_only = make_ask(responders=["operator:local"])
+    escalates_to_slack = make_ask(
+        responders=["operator:local"], escalate_responders=["slack:U0456EFGH"]
+    )
+
+    assert surface(None).wants(make_ask(work=thread, responders=["operator:local"]), POST)
+    assert not surface(None).wants(make_ask(), POST)
+    assert surface("C0DEF").wants(make_ask(), POST)
+    assert not surface("C0DEF").wants(operator_only, POST)
+    assert not surface("C0DEF").wants(escalates_to_slack, POST)
+    assert surface("C0DEF").wants(escalates_to_slack, ESCALATE)
+    assert surface("C0DEF").wants(escalates_to_slack, CLOSE)
