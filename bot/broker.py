@@ -187,6 +187,16 @@ class Broker:
             )
             return [_row(r._mapping) for r in found.all()]
 
+    async def latest_on_work(self, key: str) -> AskRow | None:
+        """The newest ask of a conversation, open or not."""
+        async with self.store.read() as conn:
+            found = (
+                await conn.execute(
+                    select(ASK).where(A.work_key == key).order_by(A.seq.desc()).limit(1)
+                )
+            ).first()
+        return _row(found._mapping) if found else None
+
     async def history(self, seq: int) -> list[dict[str, Any]]:
         async with self.store.read() as conn:
             found = await conn.execute(

@@ -23,6 +23,7 @@ class AskRow(SQLModel, table=True):
         Index("ix_asks_status_seq", "status", "seq"),
         Index("ix_asks_agent_status_seq", "agent", "status", "seq"),
         Index("ix_asks_work_open", "work_key", "status"),
+        Index("ix_asks_work_seq", "work_key", "seq"),
         # Only open asks have a due time, so this index holds just what the clock can fire.
         Index("ix_asks_due", "due_at"),
         Index("ix_asks_agent_key", "agent", "idem_key", unique=True),

@@ -121,6 +121,16 @@ class AnswerDesk:
                     ask, person, AMBIGUOUS, SURFACE, follow_up if index == 0 else None
                 )
             return Outcome(False, AMBIGUOUS, choice.open_asks[0])
+        if command.ref is None:
+            # Nothing open here: the newest ask of this issue, if any, refuses it with its own
+            # reason (already answered, expired…), recorded in its history.
+            latest = await self.broker.latest_on_work(said.work_key)
+            if latest is not None:
+                result = await self.broker.answer(
+                    latest, person, command.text, command.note, surface=SURFACE, public=True,
+                    follow_up=follow_up,
+                )
+                return Outcome(result.taken, result.reason, latest)
         return Outcome(False, NO_OPEN_ASK, None)
 
     async def _named(
