@@ -225,7 +225,11 @@ class AskApi:
         asks, more = await self.broker.list_asks(
             agent, status, int(limit_text), int(cursor_text) if cursor_text else None
         )
-        views = [operator_view(a, None) if caller.is_operator else ask_view(a) for a in asks]
+        if caller.is_operator:
+            histories = await self.broker.histories([a.seq for a in asks if a.seq is not None])
+            views = [operator_view(a, histories.get(a.seq or 0, [])) for a in asks]
+        else:
+            views = [ask_view(a) for a in asks]
         return web.json_response(
             {"asks": views, "next_cursor": str(more) if more is not None else None}
         )
@@ -233,7 +237,7 @@ class AskApi:
     async def answer(self, request: web.Request) -> web.Response:
         caller = request[CALLER]
         if not caller.is_operator:
-            raise ApiError(403, "not_a_responder", "only the operator token answers here")
+            raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
         result = await self.broker.answer(ask, OPERATOR, body.answer, body.note, surface="cli")

@@ -14,6 +14,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -89,11 +90,12 @@ class AskBody(Body):
             seen.add(folded)
         return value
 
-    @model_validator(mode="after")
-    def _one_time(self) -> AskBody:
-        if self.deadline is not None and self.timeout_s is not None:
+    @field_validator("timeout_s")
+    @classmethod
+    def _not_with_deadline(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("deadline") is not None:
             raise ValueError("give deadline or timeout_s, not both")
-        return self
+        return value
 
 
 class AnswerBody(Body):

@@ -71,5 +71,14 @@ def operator_view(ask: AskRow, history: list[dict[str, Any]] | None) -> dict[str
             "escalated_at": iso(ask.escalated_at),
         }
     if history is not None:
-        view["history"] = [{**entry, "at": iso(entry["at"])} for entry in history]
+        view["history"] = [_entry(entry) for entry in history]
     return view
+
+
+def _entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A history entry with its times (`at`, an escalation's `until`) in ISO 8601."""
+    out = dict(entry)
+    for key in ("at", "until"):
+        if isinstance(out.get(key), int | float):
+            out[key] = iso(out[key])
+    return out

@@ -127,6 +127,8 @@ def serve() -> int:
         return _fail(str(exc))
     print(f"aye: listening on http://{settings.host}:{settings.port}", flush=True)
     print(f"aye: store {store_line}", flush=True)
+    if not settings.config_path.exists():
+        print(f"aye: no config file at {settings.config_path}; using the defaults", flush=True)
     for line in surface_lines:
         print(f"aye: {line}", flush=True)
     if settings.operator_token is None or (not config.agents and settings.agent_token is None):

@@ -41,6 +41,8 @@ A = ASK.c
 DUE_BATCH = 200
 CLAIM_SECONDS = 60.0
 MAX_BACKOFF = 300.0
+# An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
+LATE_WINDOW_S = 10.0
 # GitHub lets an App redeliver a webhook for a few days: remember delivery ids for longer.
 KEEP_DELIVERIES_S = 14 * 86400.0
 
@@ -197,6 +199,19 @@ class Broker:
             ).first()
         return _row(found._mapping) if found else None
 
+    async def histories(self, seqs: list[int]) -> dict[int, list[dict[str, Any]]]:
+        """The histories of several asks in one query (a page of the operator's list)."""
+        found: dict[int, list[dict[str, Any]]] = {seq: [] for seq in seqs}
+        if not seqs:
+            return found
+        async with self.store.read() as conn:
+            rows = await conn.execute(
+                select(HISTORY).where(HISTORY.c.ask_seq.in_(seqs)).order_by(HISTORY.c.id)
+            )
+            for r in rows.all():
+                found[r.ask_seq].append({"at": r.at, "event": r.event, **r.detail})
+        return found
+
     async def history(self, seq: int) -> list[dict[str, Any]]:
         async with self.store.read() as conn:
             found = await conn.execute(
@@ -235,6 +250,15 @@ class Broker:
         if erase:
             await self.store.checkpoint()
             emit(log, "ask.erased", id=ask.id, ref=self.ref(ask))
+
+    def _racing(self, ask: AskRow) -> bool:
+        """An answer arriving just after the winner raced it (a late answer); one that comes
+        later is a plain refusal of a closed ask."""
+        return (
+            ask.status == rules.ANSWERED
+            and ask.closed_at is not None
+            and self.clock.now() - ask.closed_at <= LATE_WINDOW_S
+        )
 
     @staticmethod
     def _erasable(ask: AskRow) -> bool:
@@ -350,7 +374,7 @@ class Broker:
         if not admitted(person, self.allowed(ask)):
             return await self._refuse(ask, person, "not_a_responder", surface, follow_up=follow_up)
         if ask.status != rules.OPEN:
-            event = "late" if ask.status == rules.ANSWERED else "refused"
+            event = "late" if self._racing(ask) else "refused"
             return await self._refuse(
                 ask, person, rules.closed_reason(ask.status), surface, event, follow_up
             )

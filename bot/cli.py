@@ -25,8 +25,15 @@ class Unreachable(Exception):
     pass
 
 
+class BadSetup(Exception):
+    """The CLI cannot talk to the server as configured (URL, token): exit 2."""
+
+
 class Client:
     def __init__(self, url: str, token: str) -> None:
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise BadSetup(f"AYE_URL is not an http(s) URL: {url!r}")
         self.url = url.rstrip("/")
         self.token = token
 
@@ -44,8 +51,15 @@ class Client:
                 return err.code, json.loads(err.read() or b"null")
             except ValueError:
                 return err.code, {"error": "http", "message": f"HTTP {err.code}"}
-        except (urllib.error.URLError, OSError) as err:
-            raise Unreachable(f"cannot reach aye at {self.url}: {err}") from None
+        except urllib.error.URLError as err:
+            raise Unreachable(f"cannot reach aye at {self.url}: {_reason(err.reason)}") from None
+        except OSError as err:
+            raise Unreachable(f"cannot reach aye at {self.url}: {_reason(err)}") from None
+
+
+def _reason(err: object) -> str:
+    text = getattr(err, "strerror", None) or str(err)
+    return str(text).lower()
 
 
 def _client() -> Client:
@@ -53,6 +67,11 @@ def _client() -> Client:
     if not token:
         path = token_file_path(os.environ.get("AYE_DATABASE_URL", "").strip() or DEFAULT_URL)
         token = read_token_file(path).get("operator", "")
+        if not token:
+            raise BadSetup(
+                f"no operator token: set AYE_OPERATOR_TOKEN, or run where `aye serve` keeps "
+                f"{path}"
+            )
     return Client(os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER, token)
 
 
@@ -86,7 +105,7 @@ def _failed(status: int, body: Any) -> int:
     if status == 401:
         print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
               file=sys.stderr)
-    return EXIT_REFUSED if status in (403, 409, 422) else EXIT_USAGE if status == 404 else 1
+    return EXIT_REFUSED if status in (403, 409, 422) else EXIT_USAGE
 
 
 def cmd_asks(client: Client, args: argparse.Namespace) -> int:
@@ -141,10 +160,18 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     print(f"for: {', '.join(ask.get('responders', []))}")
     if ask.get("escalation"):
         esc = ask["escalation"]
-        state = f"escalated {relative(_when(esc['escalated_at']), now)}" if esc.get(
-            "escalated_at") else f"escalates {relative(_when(esc['at']), now)}"
+        if esc.get("escalated_at"):
+            state = f"escalated {relative(_when(esc['escalated_at']), now)}"
+        elif ask["status"] == "open":
+            state = f"escalates {relative(_when(esc['at']), now)}"
+        else:
+            state = "never escalated"
         print(f"escalation: {', '.join(esc['responders'])} ({state})")
-    print(f"deadline: {ask['deadline']} ({relative(_when(ask['deadline']), now)})")
+    if ask["status"] == "open":
+        print(f"deadline: {ask['deadline']} ({relative(_when(ask['deadline']), now)})")
+    else:
+        print(f"deadline: {ask['deadline']}")
+        print(f"closed: {ask.get('closed_at')} ({relative(_when(ask.get('closed_at')), now)})")
     if ask.get("answer"):
         answer = ask["answer"]
         shown = "(sensitive, hidden)" if answer.get("hidden") or answer.get("erased") else (
@@ -215,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     except Unreachable as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except BadSetup as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

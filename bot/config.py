@@ -206,12 +206,13 @@ class Config(Strict):
         return best[1] if best else None
 
 
-def key_path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's error location as people write it: `gates[0].timeout`."""
+def key_path(loc: tuple[int | str, ...], first: int = 0) -> str:
+    """pydantic's error location as people write it: `gates[0].timeout`, or with `first=1`,
+    `gates[1].timeout` for the first gate, as people count the `[[gates]]` of a TOML file."""
     out = ""
     for part in loc:
         if isinstance(part, int):
-            out += f"[{part}]"
+            out += f"[{part + first}]"
         else:
             out += f".{part}" if out else str(part)
     return out
@@ -234,4 +235,4 @@ def load_config(path: Path) -> Config:
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        raise ConfigError(f"{path}: {key_path(tuple(err['loc'])) or '(file)'}: {msg}") from None
+        raise ConfigError(f"{path}: {key_path(tuple(err['loc']), first=1) or '(file)'}: {msg}") from None

@@ -105,6 +105,10 @@ class Store:
 
     async def open(self) -> None:
         """Create the schema where missing and check its version."""
+        path = sqlite_path(self.url)
+        if path is not None and not path.exists():
+            # It will hold answers: readable by the owner alone, like the token file.
+            path.touch(mode=0o600)
         async with self.write() as conn:
             await conn.run_sync(SQLModel.metadata.create_all)
             row = (

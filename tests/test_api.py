@@ -43,7 +43,7 @@ async def test_create_returns_the_ask(aye: Aye) -> None:
         ({"question": "q", "deadline": "2999-01-01T00:00:00Z"}, "deadline"),
         ({"question": "q", "timeout_s": 0}, "timeout_s"),
         ({"question": "q", "timeout_s": "60"}, "timeout_s"),
-        ({"question": "q", "timeout_s": 60, "deadline": "2099-01-01T00:00:00Z"}, None),
+        ({"question": "q", "timeout_s": 60, "deadline": "2099-01-01T00:00:00Z"}, "timeout_s"),
         ({"question": "q", "work": {"slack": {"channel": "general", "thread_ts": "1.2"}}},
          "work.slack.channel"),
         ({"question": "q", "work": {"github": {"repo": "o/r", "number": 0}}}, "work.github.number"),
@@ -194,7 +194,8 @@ async def test_list_pages_newest_first(aye: Aye) -> None:
             break
     assert seen == ["q4", "q3", "q2", "q1"]
     everything = await (await aye.client.get("/v1/asks", headers=OPERATOR_HEADERS)).json()
-    assert len(everything["asks"]) == 5 and "history" not in everything["asks"][0]
+    assert len(everything["asks"]) == 5
+    assert [e["event"] for e in everything["asks"][-1]["history"]] == ["created", "answered"]
     bad = await aye.client.get("/v1/asks?status=pending", headers=AGENT_HEADERS)
     assert bad.status == 422 and (await bad.json())["field"] == "status"
 

@@ -122,9 +122,9 @@ def run_cli(tmp: Path, url: str, *args: str, token: str | None = OP) -> subproce
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
-        ("[[gates]]\noperations = ['deploy.']\ntimeout = '10s'\n", "gates[0].timeout"),
+        ("[[gates]]\noperations = ['deploy.']\ntimeout = '10s'\n", "gates[1].timeout"),
         ("[defaults]\nunknown = 1\n", "defaults.unknown: unknown key"),
-        ("[[gates]]\noperations = ['human.approve']\n", "gates[0].operations"),
+        ("[[gates]]\noperations = ['human.approve']\n", "gates[1].operations"),
     ],
 )
 def test_bad_config_stops_serve_with_exit_2(tmp_path: Path, config: str, expected: str) -> None:
@@ -220,7 +220,8 @@ async def test_cli_commands(tmp_path: Path, servers: list[Server], session: aioh
     assert second["ref"] in run_cli(tmp_path, server.url, "asks", "--all").stdout
     assert run_cli(tmp_path, server.url, "frobnicate").returncode == 2
     assert run_cli(tmp_path, f"http://127.0.0.1:{free_port()}", "asks").returncode == 3
-    assert run_cli(tmp_path, server.url, "asks", token="wrong").returncode != 0
+    assert run_cli(tmp_path, server.url, "asks", token="wrong").returncode == 2
+    assert run_cli(tmp_path, "notaurl", "asks").returncode == 2
 
 
 # -- crashes -------------------------------------------------------------------------------------
