@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import sqlalchemy.exc
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
@@ -88,6 +89,12 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return exc.response()
     except web.HTTPRequestEntityTooLarge:
         return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
+    except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):
+        # The store is overloaded or away: say so and when to come back, not a bare 500.
+        log.warning("store busy path=%s", request.path)
+        response = ApiError(503, "busy", "the store is busy; try again shortly").response()
+        response.headers["Retry-After"] = "1"
+        return response
     except web.HTTPException as exc:
         if exc.status >= 400 and request.path.startswith("/v1"):
             return ApiError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason).response()
@@ -142,7 +149,10 @@ class AskApi:
         if caller.is_operator:
             return operator_view(ask, await self.broker.history(ask.seq))
         view = ask_view(ask)
-        await self.broker.mark_read(ask)
+        if ask.sensitive:
+            await self.broker.mark_read(ask)
+        else:
+            self.broker.read_later(ask)
         return view
 
     # -- routes ------------------------------------------------------------------------------

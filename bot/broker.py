@@ -38,6 +38,10 @@ OUTBOX = OutboxRow.__table__  # type: ignore[attr-defined]
 POSTS = PostRow.__table__  # type: ignore[attr-defined]
 DELIVERIES = DeliveryRow.__table__  # type: ignore[attr-defined]
 A = ASK.c
+# Built once: a statement built per call is compiled and cache-keyed per call.
+ASK_INSERT = ASK.insert()
+HISTORY_INSERT = HISTORY.insert()
+OUTBOX_INSERT = OUTBOX.insert()
 DUE_BATCH = 200
 CLAIM_SECONDS = 60.0
 MAX_BACKOFF = 300.0
@@ -119,6 +123,9 @@ class Broker:
         # Set when something new may be due sooner than the loops think.
         self.clock_poke = asyncio.Event()
         self.outbox_poke = asyncio.Event()
+        # When the clock loop next wakes by itself: a new deadline before it pokes the loop.
+        self.clock_wakes_at = 0.0
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- surfaces ------------------------------------------------------------------------
 
@@ -227,9 +234,12 @@ class Broker:
             # Read again under watch: an answer between the caller's read and now is not missed.
             current = await self.by_seq(ask.seq or 0) or ask
             if current.status == rules.OPEN:
+                handed: AskRow | None = None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken, timeout)
-                current = await self.by_seq(ask.seq or 0) or current
+                    handed = await asyncio.wait_for(woken, timeout)
+                # A change in this process hands the closed row over; one in another process
+                # (NOTIFY) or a timeout needs a read.
+                current = handed or await self.by_seq(ask.seq or 0) or current
         return current
 
     async def mark_read(self, ask: AskRow) -> None:
@@ -259,6 +269,21 @@ class Broker:
             and ask.closed_at is not None
             and self.clock.now() - ask.closed_at <= LATE_WINDOW_S
         )
+
+    def read_later(self, ask: AskRow) -> None:
+        """Record the agent's read after its response: off the wake path. A sensitive answer is
+        erased before the response instead (mark_read), so a crash cannot leave it behind."""
+        if ask.status == rules.OPEN or ask.read_at is not None:
+            return
+        task = asyncio.create_task(self._read_quietly(ask))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _read_quietly(self, ask: AskRow) -> None:
+        try:
+            await self.mark_read(ask)
+        except Exception:  # a missed 'read' entry must not surface as an error anywhere
+            log.warning("could not record a read ask=%s", ask.id)
 
     @staticmethod
     def _erasable(ask: AskRow) -> bool:
@@ -341,7 +366,7 @@ class Broker:
 
     async def _insert(self, values: dict[str, Any], detail: dict[str, Any]) -> AskRow:
         async with self.store.write() as conn:
-            result = await conn.execute(ASK.insert().values(**values))
+            result = await conn.execute(ASK_INSERT, values)
             key = result.inserted_primary_key
             assert key is not None
             seq = int(key[0])
@@ -349,8 +374,9 @@ class Broker:
             await self._history(conn, seq, values["created_at"], "created", detail)
             await self._outbox(conn, ask, POST)
         # After the commit: a loop poked before it could look, find nothing, and sleep on.
-        self.clock_poke.set()
-        self.outbox_poke.set()
+        if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
+            self.clock_poke.set()
+        self.poke_outbox()
         emit(log, "ask.created", id=ask.id, ref=self.ref(ask), kind=ask.kind, agent=ask.agent)
         return ask
 
@@ -389,15 +415,14 @@ class Broker:
             outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
         now = self.clock.now()
         note = note.strip() if note and note.strip() else None
+        values = {
+            "status": rules.ANSWERED, "answer_value": answer.value, "answer_option": answer.option,
+            "answer_note": note, "answered_by": str(person), "answer_surface": surface,
+            "outcome": outcome, "closed_at": now, "due_at": None,
+        }
         async with self.store.write() as conn:
             won = await conn.execute(
-                update(ASK)
-                .where(A.seq == ask.seq, A.status == rules.OPEN)
-                .values(
-                    status=rules.ANSWERED, answer_value=answer.value, answer_option=answer.option,
-                    answer_note=note, answered_by=str(person), answer_surface=surface,
-                    outcome=outcome, closed_at=now, due_at=None,
-                )
+                update(ASK).where(A.seq == ask.seq, A.status == rules.OPEN).values(**values)
             )
             if won.rowcount == 1:
                 detail = {"by": str(person), "surface": surface}
@@ -417,10 +442,11 @@ class Broker:
                 self.outbox_poke.set()
             emit(log, "ask.late", id=ask.id, ref=self.ref(ask), by=str(person), surface=surface)
             return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
-        self._after_close(ask)
+        closed = ask.model_copy(update=values)
+        self._after_close(ask, closed)
         emit(log, "ask.answered", id=ask.id, ref=self.ref(ask), by=str(person), surface=surface,
              outcome=outcome)
-        return AnswerResult(True, None, await self.by_seq(ask.seq or 0))
+        return AnswerResult(True, None, closed)
 
     async def _refuse(
         self, ask: AskRow, person: Responder, reason: str, surface: str, event: str = "refused",
@@ -459,7 +485,6 @@ class Broker:
                 created_at=now, due_at=now,
             )
         )
-        self.outbox_poke.set()
 
     async def withdraw(self, ask: AskRow, by: str) -> AskRow | None:
         """Withdraw an open ask; None when it was no longer open."""
@@ -485,9 +510,14 @@ class Broker:
             # Delivered at commit to every process LISTENing: their parked agents wake.
             await conn.execute(text("SELECT pg_notify(:c, :id)"), {"c": NOTIFY_CHANNEL, "id": ask.id})
 
-    def _after_close(self, ask: AskRow) -> None:
-        self.waiters.wake(ask.id)
-        self.outbox_poke.set()
+    def _after_close(self, ask: AskRow, closed: AskRow | None = None) -> None:
+        self.waiters.wake(ask.id, closed)
+        self.poke_outbox()
+
+    def poke_outbox(self) -> None:
+        """After a commit that may have written outbox rows (only surfaces make any)."""
+        if self.surfaces:
+            self.outbox_poke.set()
 
     # -- the clock -----------------------------------------------------------------------
 
@@ -533,7 +563,7 @@ class Broker:
                 await self._history(conn, ask.seq, now, "escalated", detail)
                 await self._outbox(conn, ask, ESCALATE)
         if won.rowcount == 1:
-            self.outbox_poke.set()
+            self.poke_outbox()
             emit(log, "ask.escalated", id=ask.id, ref=self.ref(ask))
         return int(won.rowcount)
 
@@ -660,7 +690,7 @@ class Broker:
     async def _history(
         self, conn: AsyncConnection, seq: int | None, at: float, event: str, detail: dict[str, Any]
     ) -> None:
-        await conn.execute(HISTORY.insert().values(ask_seq=seq, at=at, event=event, detail=detail))
+        await conn.execute(HISTORY_INSERT, {"ask_seq": seq, "at": at, "event": event, "detail": detail})
 
     async def _outbox(
         self, conn: AsyncConnection, ask: AskRow, action: str, payload: dict[str, Any] | None = None
@@ -672,8 +702,7 @@ class Broker:
             if surface.wants(ask, action)
         ]
         if rows:
-            await conn.execute(OUTBOX.insert(), rows)
-            self.outbox_poke.set()
+            await conn.execute(OUTBOX_INSERT, rows)
 
     async def record_posted(
         self, ask: AskRow, surface: str, location: dict[str, Any], where: str

@@ -45,8 +45,9 @@ async def run_clock(broker: Broker) -> None:
             next_sweep = broker.clock.now() + SWEEP_EVERY
             await _sweep(broker)
         now = broker.clock.now()
-        await broker.clock.sleep_until(now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK),
-                                       broker.clock_poke)
+        until = now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK)
+        broker.clock_wakes_at = until
+        await broker.clock.sleep_until(until, broker.clock_poke)
 
 
 class Deliverer:

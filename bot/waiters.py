@@ -10,23 +10,28 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from sqlalchemy.engine import make_url
 
 from store.db import NOTIFY_CHANNEL
 
+if TYPE_CHECKING:
+    from store.models import AskRow
+
 log = logging.getLogger("aye.waiters")
 
 
 class Waiters:
     def __init__(self) -> None:
-        self._futures: dict[str, set[asyncio.Future[None]]] = {}
+        self._futures: dict[str, set[asyncio.Future[AskRow | None]]] = {}
 
     @contextlib.contextmanager
-    def watch(self, ask_id: str) -> Iterator[asyncio.Future[None]]:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def watch(self, ask_id: str) -> Iterator[asyncio.Future[AskRow | None]]:
+        """A future resolved when the ask changes: with its new row when the change was made
+        here, None when another process made it (re-read then)."""
+        future: asyncio.Future[AskRow | None] = asyncio.get_running_loop().create_future()
         self._futures.setdefault(ask_id, set()).add(future)
         try:
             yield future
@@ -37,10 +42,10 @@ class Waiters:
                 if not waiting:
                     del self._futures[ask_id]
 
-    def wake(self, ask_id: str) -> None:
+    def wake(self, ask_id: str, row: AskRow | None = None) -> None:
         for future in self._futures.get(ask_id, ()):
             if not future.done():
-                future.set_result(None)
+                future.set_result(row)
 
     def wake_all(self) -> None:
         """Every waiter re-reads its ask (after a lost notification connection)."""

@@ -19,6 +19,9 @@ log = logging.getLogger("aye.store")
 
 DEFAULT_URL = "sqlite+aiosqlite:///./aye.db"
 NOTIFY_CHANNEL = "aye_asks"
+# Under a burst (thousands of agents parking at once) requests queue for a connection rather
+# than fail; past this the API answers 503 with Retry-After.
+POOL_TIMEOUT_S = 120.0
 
 
 class StoreError(Exception):
@@ -54,8 +57,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _sqlite_engine(url: str, begin: str) -> AsyncEngine:
-    engine = create_async_engine(url, pool_size=8, max_overflow=8)
+def _sqlite_engine(url: str, begin: str, connections: int) -> AsyncEngine:
+    engine = create_async_engine(
+        url, pool_size=connections, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
+    )
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -83,10 +88,15 @@ class Store:
             path = sqlite_path(url)
             if path is not None and not path.parent.exists():
                 raise StoreError(f"the folder for the SQLite store does not exist: {path.parent}")
-            self.writer = _sqlite_engine(url, "BEGIN IMMEDIATE")
-            self.reader = _sqlite_engine(url, "BEGIN")
+            # One writer connection: SQLite takes one writer at a time anyway, and writers
+            # queued on the pool wait in order, where several connections would spin in
+            # SQLite's busy handler and time out under load.
+            self.writer = _sqlite_engine(url, "BEGIN IMMEDIATE", 1)
+            self.reader = _sqlite_engine(url, "BEGIN", 8)
         else:
-            self.writer = create_async_engine(url, pool_size=10, max_overflow=20)
+            self.writer = create_async_engine(
+                url, pool_size=10, max_overflow=20, pool_timeout=POOL_TIMEOUT_S
+            )
             self.reader = self.writer
 
     def describe(self) -> str:
