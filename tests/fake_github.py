@@ -37,8 +37,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 import aiohttp
 import jwt
@@ -47,6 +46,8 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.local_server import LocalServer
 
 FIXTURES_DIR = Path(__file__).parent / "fixtures" / "github"
 DEFAULT_APP_ID = "424242"
@@ -138,7 +139,7 @@ def _user_id(login: str) -> int:
     return zlib.crc32(login.encode()) % 100_000_000 + 1
 
 
-class FakeGitHub:
+class FakeGitHub(LocalServer):
     """GitHub's REST API on 127.0.0.1, for the real gidgethub client.
 
     Paths in `calls_matching`, `wait_for_call` and `fail_next` are regexes matched in full
@@ -183,8 +184,7 @@ class FakeGitHub:
         self._revoked: set[str] = set()
         self._faults: list[_Fault] = []
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -204,34 +204,11 @@ class FakeGitHub:
         app.router.add_patch(repo + r"/issues/comments/{comment_id:\d+}", self._update_comment)
         app.router.add_post(repo + r"/issues/{number:\d+}/comments", self._create_comment)
         app.router.add_get(repo + r"/issues/{number:\d+}/comments", self._list_comments)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = int(self._runner.addresses[0][1])
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
+        await self._serve(app)
 
     @property
     def api_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("FakeGitHub is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return self.base_url
 
     # -- test controls ---------------------------------------------------------------------
 

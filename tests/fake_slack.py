@@ -11,18 +11,18 @@ import asyncio
 import base64
 import copy
 import json
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 import pytest
 from aiohttp import WSCloseCode, WSMsgType, web
+
+from tests.local_server import LocalServer
 
 BOT_TOKEN = "xoxb-test-bot"
 APP_TOKEN = "xapp-test-app"
@@ -300,7 +300,7 @@ def _page(items: list[dict[str, Any]], args: Mapping[str, Any]) -> tuple[list[di
 # ---------------------------------------------------------------------------------------------
 
 
-class FakeSlack:
+class FakeSlack(LocalServer):
     """Slack's Web API (`api_url`) and Socket Mode (`ws_url`) on a random port of 127.0.0.1."""
 
     def __init__(
@@ -338,8 +338,7 @@ class FakeSlack:
         self._next_ts_micros = int(time.time()) * 1_000_000 + TS_STEP_MICROS
         self._next_view = 1
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
+        super().__init__()
         self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "auth.test": self._auth_test,
             "apps.connections.open": self._apps_connections_open,
@@ -364,41 +363,7 @@ class FakeSlack:
         app.router.add_post("/response_url/{id}", self._handle_response_url)
         # Runs after the fake stopped listening, so clients cannot reconnect meanwhile.
         app.on_shutdown.append(self._close_all_connections)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=WS_CLOSE_TIMEOUT)
-        await runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self._port = sock.getsockname()[1]
-        try:
-            await web.SockSite(runner, sock).start()
-        except BaseException:
-            sock.close()
-            await runner.cleanup()
-            raise
-        self._runner = runner
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-
-    async def __aenter__(self) -> FakeSlack:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    @property
-    def base_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("FakeSlack is not started")
-        return f"http://127.0.0.1:{self._port}"
+        await self._serve(app, shutdown_timeout=WS_CLOSE_TIMEOUT)
 
     @property
     def api_url(self) -> str:
