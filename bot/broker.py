@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from bot import asks as rules
 from bot.clock import Clock
@@ -27,7 +26,7 @@ from bot.logs import emit
 from bot.responders import OPERATOR, Responder, admitted
 from bot.surfaces import CLOSE, ESCALATE, POST, Surface
 from bot.waiters import Waiters
-from store.db import NOTIFY_CHANNEL, Store
+from store.db import NOTIFY_CHANNEL, Conn, Store
 from store.models import AskRow, DeliveryRow, HistoryRow, OutboxRow, PostRow
 
 log = logging.getLogger("aye.asks")
@@ -472,7 +471,7 @@ class Broker:
         return await self._refuse(ask, person, reason, surface, follow_up=follow_up)
 
     async def _follow_up(
-        self, conn: AsyncConnection, ask: AskRow, follow_up: FollowUp | None, taken: bool,
+        self, conn: Conn, ask: AskRow, follow_up: FollowUp | None, taken: bool,
         reason: str | None,
     ) -> None:
         if follow_up is None:
@@ -504,7 +503,7 @@ class Broker:
         emit(log, "ask.withdrawn", id=ask.id, ref=self.ref(ask), by=by)
         return await self.by_seq(ask.seq or 0)
 
-    async def _closed(self, conn: AsyncConnection, ask: AskRow) -> None:
+    async def _closed(self, conn: Conn, ask: AskRow) -> None:
         await self._outbox(conn, ask, CLOSE)
         if self.store.is_postgres:
             # Delivered at commit to every process LISTENing: their parked agents wake.
@@ -688,12 +687,12 @@ class Broker:
     # -- what surfaces need ----------------------------------------------------------------
 
     async def _history(
-        self, conn: AsyncConnection, seq: int | None, at: float, event: str, detail: dict[str, Any]
+        self, conn: Conn, seq: int | None, at: float, event: str, detail: dict[str, Any]
     ) -> None:
         await conn.execute(HISTORY_INSERT, {"ask_seq": seq, "at": at, "event": event, "detail": detail})
 
     async def _outbox(
-        self, conn: AsyncConnection, ask: AskRow, action: str, payload: dict[str, Any] | None = None
+        self, conn: Conn, ask: AskRow, action: str, payload: dict[str, Any] | None = None
     ) -> None:
         rows = [
             {"ask_seq": ask.seq, "surface": name, "action": action, "payload": payload,
@@ -725,7 +724,7 @@ class Broker:
 
     @staticmethod
     async def _post_location(
-        conn: AsyncConnection, ask: AskRow, surface: str
+        conn: Conn, ask: AskRow, surface: str
     ) -> dict[str, Any] | None:
         query = select(POSTS.c.location).where(POSTS.c.ask_seq == ask.seq, POSTS.c.surface == surface)
         found = (await conn.execute(query)).first()

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlmodel import SQLModel
 
 from store.models import SCHEMA_VERSION, MetaRow
@@ -57,25 +58,56 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _sqlite_engine(url: str, begin: str, connections: int) -> AsyncEngine:
-    engine = create_async_engine(
-        url, pool_size=connections, max_overflow=0, pool_timeout=POOL_TIMEOUT_S
+def _sqlite_engine(url: str, begin: str, connections: int) -> Engine:
+    # Synchronous pysqlite, called on the event loop: a statement on an indexed table takes
+    # tens of microseconds, where aiosqlite's round trips to its worker thread cost ~2 ms per
+    # statement (measured in bench/). SQLite in WAL mode never waits on the disk at commit
+    # with synchronous=NORMAL, so the loop is not held up. Several processes on one SQLite file
+    # would make a writer wait in SQLite's busy handler on the loop: run PostgreSQL for that.
+    engine = create_engine(
+        make_url(url).set(drivername="sqlite"),
+        pool_size=connections,
+        # Overflow for a read nested in another: a pool that waited here would wait forever,
+        # since the connection it waits for is given back by this same thread.
+        max_overflow=-1,
+        pool_timeout=POOL_TIMEOUT_S,
     )
-    event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "connect", _sqlite_pragmas)
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
         conn.exec_driver_sql(begin)
 
     return engine
 
 
+class SyncConnection:
+    """The calls the core makes on an AsyncConnection, over a synchronous one (SQLite)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        return self._conn.execute(statement, parameters)
+
+    async def scalar(self, statement: Any, parameters: Any = None) -> Any:
+        return self._conn.scalar(statement, parameters)
+
+    async def run_sync(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(self._conn, *args)
+
+
+# What `Store.write()` and `Store.read()` hand out: the core uses execute, scalar, run_sync.
+Conn = AsyncConnection | SyncConnection
+
+
 class Store:
     """Owns the engines. `write()` and `read()` hand out transactions.
 
-    On SQLite, writers take the write lock up front (BEGIN IMMEDIATE) on one engine while
-    readers use another with plain deferred transactions, which WAL lets run alongside.
-    On PostgreSQL both are one engine.
+    On SQLite, writers take the write lock up front (BEGIN IMMEDIATE) on one connection, in
+    turn (an asyncio lock: one writer at a time is all SQLite allows anyway), while readers
+    use other connections with plain deferred transactions, which WAL lets run alongside.
+    On PostgreSQL both are one async engine.
     """
 
     def __init__(self, url: str) -> None:
@@ -84,34 +116,42 @@ class Store:
         self.is_postgres = make_url(url).drivername.startswith("postgresql")
         if not (self.is_sqlite or self.is_postgres):
             raise StoreError(f"unsupported database URL scheme {make_url(url).drivername!r}")
+        self._sqlite_writer: Engine | None = None
+        self._sqlite_reader: Engine | None = None
+        self._write_turn = asyncio.Lock()
         if self.is_sqlite:
             path = sqlite_path(url)
             if path is not None and not path.parent.exists():
                 raise StoreError(f"the folder for the SQLite store does not exist: {path.parent}")
-            # One writer connection: SQLite takes one writer at a time anyway, and writers
-            # queued on the pool wait in order, where several connections would spin in
-            # SQLite's busy handler and time out under load.
-            self.writer = _sqlite_engine(url, "BEGIN IMMEDIATE", 1)
-            self.reader = _sqlite_engine(url, "BEGIN", 8)
+            self._sqlite_writer = _sqlite_engine(url, "BEGIN IMMEDIATE", 1)
+            self._sqlite_reader = _sqlite_engine(url, "BEGIN", 4)
         else:
-            self.writer = create_async_engine(
+            self.engine = create_async_engine(
                 url, pool_size=10, max_overflow=20, pool_timeout=POOL_TIMEOUT_S
             )
-            self.reader = self.writer
 
     def describe(self) -> str:
         """The store, for the start-up line, without any password."""
         return make_url(self.url).render_as_string(hide_password=True)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        async with self.writer.begin() as conn:
-            yield conn
+    async def write(self) -> AsyncIterator[Conn]:
+        if self._sqlite_writer is not None:
+            async with self._write_turn:
+                with self._sqlite_writer.begin() as conn:
+                    yield SyncConnection(conn)
+            return
+        async with self.engine.begin() as aconn:
+            yield aconn
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.reader.connect() as conn:
-            yield conn
+    async def read(self) -> AsyncIterator[Conn]:
+        if self._sqlite_reader is not None:
+            with self._sqlite_reader.connect() as conn:
+                yield SyncConnection(conn)
+            return
+        async with self.engine.connect() as aconn:
+            yield aconn
 
     async def open(self) -> None:
         """Create the schema where missing and check its version."""
@@ -147,17 +187,20 @@ class Store:
 
     async def checkpoint(self) -> None:
         """Fold SQLite's WAL into the database file and truncate it (used after erasing)."""
-        if not self.is_sqlite:
+        if self._sqlite_writer is None:
             return
-        async with self.writer.connect() as conn:
+        async with self._write_turn:
             # On the driver's connection, outside any transaction: a checkpoint inside one
             # is refused ("database table is locked").
-            raw = await conn.get_raw_connection()
-            driver: Any = raw.driver_connection
-            cursor = await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            await cursor.close()
+            raw = self._sqlite_writer.raw_connection()
+            try:
+                raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+            finally:
+                raw.close()
 
     async def close(self) -> None:
-        await self.writer.dispose()
-        if self.reader is not self.writer:
-            await self.reader.dispose()
+        if self._sqlite_writer is not None and self._sqlite_reader is not None:
+            self._sqlite_writer.dispose()
+            self._sqlite_reader.dispose()
+        else:
+            await self.engine.dispose()
