@@ -157,6 +157,16 @@ class Aye:
         assert resp.status == 200, await resp.text()
         return await resp.json()  # type: ignore[no-any-return]
 
+    async def parked(self, count: int = 1) -> None:
+        """Until `count` agents are parked on this app's waiters."""
+        await eventually(self._has_parked(count))
+
+    def _has_parked(self, count: int) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return len(self.broker.waiters) >= count
+
+        return check
+
     async def tick(self) -> None:
         """Fire what is due now, as the clock loop would, without waiting for it."""
         await self.broker.fire_due()

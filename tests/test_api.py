@@ -112,7 +112,7 @@ async def test_another_agents_ask_is_404(
 async def test_parked_agent_wakes_with_the_answer(aye: Aye) -> None:
     ask = await aye.ask(question="Which key?", options=["blue", "red"])
     waiting = asyncio.create_task(aye.wait(ask["id"], timeout=30))
-    await asyncio.sleep(0.05)
+    await aye.parked()
     assert not waiting.done()
     status, body = await aye.answer(ask["ref"], " RED ", note="the blue one is revoked")
     assert (status, body["outcome"]) == (200, "taken")
@@ -232,7 +232,7 @@ async def test_deadline_expires_and_wakes(start_aye: StartAye, database_url: str
     ask = await aye.ask(question="q", timeout_s=60)
     other = await aye.ask(question="later", timeout_s=600)
     waiting = asyncio.create_task(aye.wait(ask["id"], timeout=30))
-    await asyncio.sleep(0.05)
+    await aye.parked()
     clock.advance(59)
     await aye.tick()
     assert not waiting.done()

@@ -143,7 +143,7 @@ async def test_refusal_names_who(gated: Aye) -> None:
 async def test_timeout_refuses(gated: Aye, manual_clock: ManualClock) -> None:
     _, pending = await call(gated, "deploy.prod", {})
     waiting = asyncio.create_task(gated.wait(pending["ask"]["id"], timeout=30))
-    await asyncio.sleep(0.05)
+    await gated.parked()
     manual_clock.advance(600)
     ask = await asyncio.wait_for(waiting, 3)
     assert ask["status"] == "expired" and ask["outcome"] == "approval_timed_out"

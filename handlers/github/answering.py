@@ -13,7 +13,7 @@ from bot.responders import Responder
 from store.models import AskRow
 
 from .events import Said
-from .parsing import Command, reaction_for
+from .parsing import Command, parse_command, reaction_for
 
 log = logging.getLogger("aye.github")
 
@@ -83,6 +83,15 @@ class AnswerDesk:
         self.broker = broker
         self.reaction_for_comment = reaction_for_comment
         self.react_free = react_free
+
+    async def handle(self, said: Said, delivery_id: str, react: bool) -> None:
+        """An `/answer` a person wrote (anything else, and bots, are left alone), acted on
+        once per delivery."""
+        command = parse_command(said.body)
+        if command is None or said.by_bot:
+            return
+        if await self.first_time(delivery_id):
+            await self.answer(said, command, delivery_id, react)
 
     async def first_time(self, delivery_id: str) -> bool:
         """Recorded before acting: a delivery whose handling crashed midway counts as seen,

@@ -8,17 +8,11 @@ from gidgethub import routing, sansio
 
 from .answering import AnswerDesk
 from .events import review_said
-from .parsing import parse_command
 
 router = routing.Router()
 
 
 @router.register("pull_request_review", action="submitted")
 async def answer_by_review(event: sansio.Event, desk: AnswerDesk, *args: Any, **kwargs: Any) -> None:
-    said = review_said(event.data)
-    command = parse_command(said.body)
-    if command is None or said.by_bot:
-        return
     # Reviews take no reactions through the REST API: the outcome is in the ask's history.
-    if await desk.first_time(event.delivery_id):
-        await desk.answer(said, command, event.delivery_id, react=False)
+    await desk.handle(review_said(event.data), event.delivery_id, react=False)
