@@ -11,13 +11,15 @@ import sqlalchemy.exc
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from ask_api.schemas import AnswerBody, AskBody, CallBody, parse_time
+from ask_api.schemas import AnswerBody, bodies, parse_time
+from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
-from bot import asks as rules
-from bot.broker import Broker, KeyReused, NewAsk, NoReachableResponder
-from bot.config import MAX_TIMEOUT_S, key_path
-from bot.responders import OPERATOR
-from bot.tokens import Caller, TokenBook
+from bot.core import rules
+from bot.core.asks import Asks
+from bot.core.config import MAX_TIMEOUT_S, key_path
+from bot.core.gates import Gates
+from bot.core.responders import OPERATOR
+from bot.core.types import KeyReused, NewAsk, NoReachableResponder
 
 log = logging.getLogger("aye.api")
 
@@ -102,9 +104,11 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 class AskApi:
-    def __init__(self, broker: Broker, tokens: TokenBook) -> None:
-        self.broker = broker
+    def __init__(self, asks: Asks, gates: Gates, tokens: TokenBook) -> None:
+        self.asks = asks
+        self.gates = gates
         self.tokens = tokens
+        self.bodies = bodies()
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -140,27 +144,27 @@ class AskApi:
     async def _ask(self, request: web.Request) -> tuple[Caller, Any]:
         caller = request[CALLER]
         agent = caller.agent.name if caller.agent else None
-        ask = await self.broker.find(request.match_info["id"], agent)
+        ask = await self.asks.find(request.match_info["id"], agent)
         if ask is None:
             raise ApiError(404, "not_found", "no such ask")
         return caller, ask
 
     async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
         if caller.is_operator:
-            return operator_view(ask, await self.broker.history(ask.seq))
+            return operator_view(ask, await self.asks.history(ask.seq))
         view = ask_view(ask)
         if ask.sensitive:
-            await self.broker.mark_read(ask)
+            await self.asks.mark_read(ask)
         else:
-            self.broker.read_later(ask)
+            self.asks.read_later(ask)
         return view
 
     # -- routes ------------------------------------------------------------------------------
 
     async def create(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
-        body, raw = await parse(request, AskBody)
-        now = self.broker.clock.now()
+        body, raw = await parse(request, self.bodies.ask)
+        now = self.asks.clock.now()
         deadline = None
         if body.deadline is not None:
             deadline = parse_time(body.deadline)
@@ -182,7 +186,7 @@ class AskApi:
         )
         assert caller.agent is not None
         try:
-            ask, created = await self.broker.create_question(caller.agent, new)
+            ask, created = await self.asks.create_question(caller.agent, new)
         except KeyReused:
             raise ApiError(
                 409, "key_reused", "this key was used before with a different body", "key"
@@ -207,13 +211,13 @@ class AskApi:
         if not 0 <= timeout <= MAX_WAIT_S:
             raise ApiError(422, "invalid_field", "timeout: seconds from 0 to 300", "timeout")
         caller, ask = await self._ask(request)
-        ask = await self.broker.wait(ask, timeout)
+        ask = await self.asks.wait(ask, timeout)
         return web.json_response(await self._view(caller, ask))
 
     async def withdraw(self, request: web.Request) -> web.Response:
         caller, ask = await self._ask(request)
         by = "operator:local" if caller.is_operator else f"agent:{ask.agent}"
-        done = await self.broker.withdraw(ask, by)
+        done = await self.asks.withdraw(ask, by)
         if done is None:
             raise ApiError(409, "closed", f"the ask is already {ask.status}")
         return web.json_response(await self._view(caller, done))
@@ -232,11 +236,11 @@ class AskApi:
         if cursor_text is not None and not cursor_text.isdigit():
             raise ApiError(422, "invalid_field", "cursor: not a cursor from this API", "cursor")
         agent = caller.agent.name if caller.agent else None
-        asks, more = await self.broker.list_asks(
+        asks, more = await self.asks.list_asks(
             agent, status, int(limit_text), int(cursor_text) if cursor_text else None
         )
         if caller.is_operator:
-            histories = await self.broker.histories([a.seq for a in asks if a.seq is not None])
+            histories = await self.asks.histories([a.seq for a in asks if a.seq is not None])
             views = [operator_view(a, histories.get(a.seq or 0, [])) for a in asks]
         else:
             views = [ask_view(a) for a in asks]
@@ -250,9 +254,9 @@ class AskApi:
             raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
-        result = await self.broker.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
+        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
         if result.taken:
-            return web.json_response({"outcome": "taken", "ref": Broker.ref(ask)})
+            return web.json_response({"outcome": "taken", "ref": rules.ref(ask)})
         reason = result.reason or "closed"
         words = rules.REASONS.get(reason, reason)
         if reason == "not_a_responder":
@@ -263,10 +267,10 @@ class AskApi:
 
     async def call(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
-        body, _ = await parse(request, CallBody)
+        body, _ = await parse(request, self.bodies.call)
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
-        decision = await self.broker.call(caller.agent, body.operation, body.input, work)
+        decision = await self.gates.call(caller.agent, body.operation, body.input, work)
         if decision.decision == "allow":
             out: dict[str, Any] = {"decision": "allow"}
             if decision.approval:

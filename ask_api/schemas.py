@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -15,40 +16,30 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
+from bot.core import kinds
+
 MAX_TEXT = 3000
 MAX_OPTION = 75
-
-NonBlank = Annotated[StrictStr, Field(min_length=1)]
-
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SlackWork(Body):
-    channel: Annotated[StrictStr, Field(pattern=r"^[CGD][A-Z0-9]{2,30}$")]
-    thread_ts: Annotated[StrictStr, Field(pattern=r"^\d{1,12}\.\d{1,8}$")]
-
-
-class GitHubWork(Body):
-    repo: Annotated[
-        StrictStr, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
-    ]
-    number: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
-
-
-class Work(Body):
-    slack: SlackWork | None = None
-    github: GitHubWork | None = None
+class WorkBase(Body):
+    """`work`: exactly one variant, named by its surface (`{"slack": {…}}`, `{"github": {…}}`);
+    the variants come from the surfaces that are registered (bot.core.kinds)."""
 
     @model_validator(mode="after")
-    def _one(self) -> Work:
-        if (self.slack is None) == (self.github is None):
-            raise ValueError("work is either {\"slack\": {…}} or {\"github\": {…}}")
+    def _one(self) -> WorkBase:
+        given = [name for name in type(self).model_fields if getattr(self, name) is not None]
+        if len(given) != 1:
+            shapes = " or ".join(f'{{"{name}": {{…}}}}' for name in type(self).model_fields)
+            raise ValueError(f"work is either {shapes}")
         return self
 
     def as_dict(self) -> dict[str, Any]:
@@ -61,7 +52,7 @@ def _not_blank(value: str) -> str:
     return value
 
 
-class AskBody(Body):
+class AskBodyBase(Body):
     question: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT)]
     options: list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_OPTION)]] | None = Field(
         default=None, min_length=2, max_length=20
@@ -69,7 +60,7 @@ class AskBody(Body):
     context: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
     deadline: AwareDatetime | None = None
     timeout_s: StrictInt | None = None
-    work: Work | None = None
+    work: WorkBase | None = None  # the registered variants: see bodies()
     key: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     sensitive: StrictBool = False
 
@@ -106,10 +97,31 @@ class AnswerBody(Body):
 OPERATION_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 
 
-class CallBody(Body):
+class CallBodyBase(Body):
     operation: Annotated[StrictStr, Field(min_length=1, max_length=200, pattern=OPERATION_RE.pattern)]
     input: Any = None
-    work: Work | None = None
+    work: WorkBase | None = None  # the registered variants: see bodies()
+
+
+@dataclass(frozen=True, slots=True)
+class Bodies:
+    """The request models, with `work` made of the registered surfaces' variants."""
+
+    ask: type[AskBodyBase]
+    call: type[CallBodyBase]
+
+
+def bodies() -> Bodies:
+    variants: dict[str, Any] = {
+        kind.name: (kind.work_model | None, None)  # type: ignore[operator]  # with_work: set
+        for kind in kinds.with_work()
+    }
+    work = create_model("Work", __base__=WorkBase, **variants)
+    optional_work: Any = (work | None, None)
+    return Bodies(
+        ask=create_model("AskBody", __base__=AskBodyBase, work=optional_work),
+        call=create_model("CallBody", __base__=CallBodyBase, work=optional_work),
+    )
 
 
 def parse_time(value: datetime) -> float:

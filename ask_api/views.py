@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot import asks as rules
-from bot.broker import Broker
+from bot.core import rules
 from store.models import AskRow
+
+# Today's API shows an approval's input as text in `context`, cut here; `input` has it whole.
+INPUT_SHOWN_MAX = 2900
 
 
 def iso(ts: float | None) -> str | None:
@@ -28,16 +30,32 @@ def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
     return {"value": ask.answer_value, "option": ask.answer_option, "note": ask.answer_note}
 
 
+def question(ask: AskRow) -> str:
+    """An approval stores the operation; the API words it as a question."""
+    if ask.kind == rules.APPROVAL and ask.operation:
+        return f"Approve {ask.operation}?"
+    return ask.question
+
+
+def context(ask: AskRow) -> str | None:
+    if ask.kind == rules.APPROVAL and ask.operation:
+        shown = rules.canonical_json(ask.call_input)
+        if len(shown) > INPUT_SHOWN_MAX:
+            shown = shown[:INPUT_SHOWN_MAX] + "…"
+        return f"Input: {shown}"
+    return ask.context
+
+
 def ask_view(ask: AskRow) -> dict[str, Any]:
     """What the agent that asked sees: never where it went or who answered."""
     view: dict[str, Any] = {
         "id": ask.id,
-        "ref": Broker.ref(ask),
+        "ref": rules.ref(ask),
         "kind": ask.kind,
         "status": ask.status,
-        "question": ask.question,
+        "question": question(ask),
         "options": ask.options,
-        "context": ask.context,
+        "context": context(ask),
         "deadline": iso(ask.deadline),
         "work": ask.work,
         "created_at": iso(ask.created_at),

@@ -6,70 +6,86 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from ask_api.routes import AskApi, errors
+from ask_api.tokens import TokenBook
 from bot import logs
-from bot.broker import Broker
-from bot.clock import Clock
-from bot.config import Config, ConfigError, load_config
+from bot.config import AyeConfig, ConfigError, load_config
+from bot.core.asks import Asks
+from bot.core.clock import Clock
+from bot.core.gates import Gates
+from bot.core.surface import SurfaceConfigError, SurfacePlugin
+from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
 from bot.settings import Settings, SettingsError
-from bot.tokens import TokenBook, ensure_tokens, token_file_path
-from bot.waiters import PgListener
-from handlers import SurfaceConfigError, build_surfaces, describe
+from bot.surfaces import PLUGINS, register
+from bot.tokens import ensure_tokens, token_file_path
 from store.db import Store, StoreError
 
 log = logging.getLogger("aye")
 
-BROKER = web.AppKey("broker", Broker)
+ASKS = web.AppKey("asks", Asks)
+# What /healthz says of each surface, on or off, in the order of the plug-ins.
+SURFACE_NAMES = web.AppKey("surface_names", list[str])
 # GitHub sends webhook payloads of up to 25 MB; the /v1 routes hold their own 64 KiB limit.
 MAX_REQUEST = 26 * 1024 * 1024
 
 
 def create_app(
-    settings: Settings, config: Config, tokens: TokenBook, clock: Clock | None = None
+    settings: Settings, config: AyeConfig, tokens: TokenBook, clock: Clock | None = None,
+    plugins: Sequence[SurfacePlugin] = PLUGINS,
 ) -> web.Application:
+    """The whole process, with the surfaces of `plugins` that the environment turns on."""
     logs.quiet_libraries()
+    register(plugins)
     store = Store(settings.database_url)
-    broker = Broker(store, config, clock)
-    surfaces = build_surfaces(settings, config, broker)
-    for surface in surfaces:
-        broker.add_surface(surface)
-    api = AskApi(broker, tokens)
+    asks = Asks(store, config.defaults, clock)
+    for plugin in plugins:
+        surface_settings = plugin.read_settings(settings.env)
+        if surface_settings is not None:
+            asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
+    api = AskApi(asks, Gates(asks, config.gates), tokens)
     app = web.Application(middlewares=[errors, api.auth], client_max_size=MAX_REQUEST)
-    app[BROKER] = broker
+    app[ASKS] = asks
+    app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())
     app.add_routes([web.get("/healthz", healthz)])
-    for surface in surfaces:
+    for surface in asks.surfaces.values():
         app.add_routes(surface.routes())
     app.cleanup_ctx.append(_lifecycle)
     return app
 
 
+def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> list[str]:
+    """One start-up line per surface; SurfaceConfigError when one is half-configured."""
+    return [plugin.describe(plugin.read_settings(settings.env)) for plugin in plugins]
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     # One exit stack owns everything long-lived: if any later step fails at startup, what
     # was opened before it is still closed (aiohttp would skip earlier cleanup_ctx otherwise).
-    broker = app[BROKER]
+    asks = app[ASKS]
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(broker.store.close)
-        await broker.store.open()
-        if broker.store.is_postgres:
-            listener = PgListener(broker.store.url, broker.waiters)
+        stack.push_async_callback(asks.store.close)
+        await asks.store.open()
+        if asks.store.is_postgres:
+            listener = PgListener(asks.store.url, asks.waiters)
             await listener.start()
             stack.push_async_callback(listener.close)
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
-        for surface in broker.surfaces.values():
+        for surface in asks.surfaces.values():
             await surface.start(session)
             stack.push_async_callback(surface.close)
         tasks = [
-            asyncio.create_task(run_clock(broker), name="aye-clock"),
-            asyncio.create_task(Deliverer(broker).run(), name="aye-outbox"),
+            asyncio.create_task(run_clock(asks), name="aye-clock"),
+            asyncio.create_task(Deliverer(asks).run(), name="aye-outbox"),
         ]
         stack.push_async_callback(_cancel, tasks)
         yield
@@ -84,16 +100,16 @@ async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    broker = request.app[BROKER]
-    store_ok = await broker.store.ping()
-    surfaces = {"slack": {"on": False}, "github": {"on": False}}
-    for name, surface in broker.surfaces.items():
+    asks = request.app[ASKS]
+    store_ok = await asks.store.ping()
+    surfaces: dict[str, dict[str, Any]] = {name: {"on": False} for name in request.app[SURFACE_NAMES]}
+    for name, surface in asks.surfaces.items():
         surfaces[name] = surface.health()
     body = {
         "ok": store_ok,
         "store": "ok" if store_ok else "unreachable",
         "surfaces": surfaces,
-        "parked": len(broker.waiters),
+        "parked": len(asks.waiters),
     }
     return web.json_response(body, status=200 if store_ok else 503)
 

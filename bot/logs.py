@@ -1,4 +1,4 @@
-"""Structured log lines: `event key=value …`. Callers pass ids and refs, never values or secrets."""
+"""The process's log format: `time level logger event key=value …` (see bot.core.logs.emit)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 import time
 from typing import Any
 
-FIELDS = "aye_fields"
+from bot.core.logs import FIELDS
+
 NOISY = ("aiohttp.access", "aiosqlite", "asyncpg", "sqlalchemy", "slack_bolt", "slack_sdk",
          "gidgethub", "asyncio")
 
@@ -46,6 +47,3 @@ def quiet_libraries() -> None:
     for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-
-def emit(logger: logging.Logger, event: str, *, level: int = logging.INFO, **fields: object) -> None:
-    logger.log(level, event, extra={FIELDS: fields})

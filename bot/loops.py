@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import logging
 
-from bot.broker import Broker
-from bot.logs import emit
-from bot.surfaces import RetryLater
+from bot.core import deadlines, posts
+from bot.core.asks import Asks
+from bot.core.logs import emit
+from bot.core.surface import RetryLater
+from store import outbox
 from store.models import OutboxRow
 
 log = logging.getLogger("aye.loops")
@@ -16,72 +18,78 @@ log = logging.getLogger("aye.loops")
 # Other processes may create work this one is not poked for: look at least this often.
 IDLE_LOOK = 1.0
 SWEEP_EVERY = 3600.0
+DELIVERY_CONCURRENCY = 16
+# A claimed row is this process's to deliver for this long; then another may take it.
+CLAIM_SECONDS = 60.0
+CLAIM_BATCH = 50
+MAX_BACKOFF = 300.0
 
 
-async def _sweep(broker: Broker) -> None:
+async def _sweep(asks: Asks) -> None:
     try:
-        await broker.sweep()
+        await posts.sweep(asks)
     except asyncio.CancelledError:
         raise
     except Exception:
         log.exception("sweep failed; trying again later")
-DELIVERY_CONCURRENCY = 16
 
 
-async def run_clock(broker: Broker) -> None:
+async def run_clock(asks: Asks) -> None:
     """Fire due deadlines and escalations, then sleep until the next one (or a poke)."""
-    next_sweep = broker.clock.now() + SWEEP_EVERY
+    next_sweep = asks.clock.now() + SWEEP_EVERY
     while True:
-        broker.clock_poke.clear()
+        asks.clock_poke.clear()
         try:
-            await broker.fire_due()
-            due = await broker.next_due()
+            await deadlines.fire_due(asks)
+            due = await deadlines.next_due(asks)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("clock tick failed; trying again")
             due = None
-        if broker.clock.now() >= next_sweep:
-            next_sweep = broker.clock.now() + SWEEP_EVERY
-            await _sweep(broker)
-        now = broker.clock.now()
+        if asks.clock.now() >= next_sweep:
+            next_sweep = asks.clock.now() + SWEEP_EVERY
+            await _sweep(asks)
+        now = asks.clock.now()
         until = now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK)
-        broker.clock_wakes_at = until
-        await broker.clock.sleep_until(until, broker.clock_poke)
+        asks.clock_wakes_at = until
+        await asks.clock.sleep_until(until, asks.clock_poke)
 
 
 class Deliverer:
     """Hands outbox rows to their surfaces; failures are retried with backoff, never dropped."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, asks: Asks) -> None:
+        self.asks = asks
         self._slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
 
     async def run(self) -> None:
         while True:
-            self.broker.outbox_poke.clear()
+            self.asks.outbox_poke.clear()
             try:
-                rows = await self.broker.claim_outbox()
+                rows = await outbox.claim(
+                    self.asks.store, self.asks.clock.now(), CLAIM_BATCH, CLAIM_SECONDS
+                )
                 if rows:
                     await asyncio.gather(*(self.deliver(row) for row in rows))
                     continue
-                due = await self.broker.next_outbox_due()
+                due = await outbox.next_due(self.asks.store)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("outbox pass failed; trying again")
                 due = None
-            now = self.broker.clock.now()
+            now = self.asks.clock.now()
             until = now + IDLE_LOOK if due is None else min(max(due, now + 0.05), now + IDLE_LOOK)
-            await self.broker.clock.sleep_until(until, self.broker.outbox_poke)
+            await self.asks.clock.sleep_until(until, self.asks.outbox_poke)
 
     async def deliver(self, row: OutboxRow) -> None:
-        surface = self.broker.surfaces.get(row.surface)
-        ask = await self.broker.by_seq(row.ask_seq)
+        surface = self.asks.surfaces.get(row.surface)
+        ask = await self.asks.by_seq(row.ask_seq)
         if surface is None or ask is None:
             # The surface is off in this process (its secrets are absent): try later, where
             # a process with it on may pick the row up.
-            await self.broker.retry_outbox(row, 60.0, "surface not running here")
+            await self._retry(row, 60.0, "surface not running here")
             return
         async with self._slots:
             try:
@@ -91,17 +99,23 @@ class Deliverer:
                 # claimed for a minute, holding up the ask's later rows after a restart.
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(
-                        asyncio.shield(self.broker.retry_outbox(row, 0.0, "interrupted")), 2
+                        asyncio.shield(self._retry(row, 0.0, "interrupted")), 2
                     )
                 raise
             except RetryLater as wait:
                 emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
                      action=row.action, ask=ask.id, after=wait.after, why=str(wait))
-                await self.broker.retry_outbox(row, wait.after, str(wait))
+                await self._retry(row, wait.after, str(wait))
             except Exception as exc:
                 emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
                      action=row.action, ask=ask.id, attempts=row.attempts,
                      error=exc.__class__.__name__)
-                await self.broker.retry_outbox(row, None, exc.__class__.__name__)
+                await self._retry(row, None, exc.__class__.__name__)
             else:
-                await self.broker.finish_outbox(row)
+                await outbox.finish(self.asks.store, row.id, self.asks.clock.now())
+
+    async def _retry(self, row: OutboxRow, after: float | None, why: str) -> None:
+        """Due again `after` seconds from now, or with backoff by the row's attempts."""
+        if after is None:
+            after = min(2.0 ** (row.attempts or 0), MAX_BACKOFF)
+        await outbox.retry(self.asks.store, row.id, self.asks.clock.now() + after, why)

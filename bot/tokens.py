@@ -1,31 +1,15 @@
-"""Bearer tokens: which caller is which, and the generated-once token file for zero-config use."""
+"""The generated-once token file for zero-config use (the tokens' book is ask_api.tokens)."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 
-from bot.broker import AgentInfo
-from bot.config import Config
 from store.db import sqlite_path
 
 TOKEN_FILE_NAME = "aye-tokens.json"
-DEFAULT_AGENT = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling the API: the operator, or an agent."""
-
-    agent: AgentInfo | None  # None for the operator
-
-    @property
-    def is_operator(self) -> bool:
-        return self.agent is None
 
 
 def token_file_path(database_url: str) -> Path:
@@ -73,32 +57,3 @@ def ensure_tokens(
     if changed:
         _write_token_file(path, stored)
     return operator, (agent if need_agent else None), changed
-
-
-class TokenBook:
-    """Maps bearer tokens to callers, comparing in constant time."""
-
-    def __init__(self, operator: str, agents: list[tuple[str, AgentInfo]]) -> None:
-        self._operator = operator.encode()
-        self._agents = [(t.encode(), a) for t, a in agents]
-
-    @classmethod
-    def build(cls, config: Config, operator: str, default_agent: str | None) -> TokenBook:
-        if config.agents:
-            agents = [
-                (a.token(), AgentInfo(a.name, list(a.responders) if a.responders else None))
-                for a in config.agents
-            ]
-        else:
-            agents = [(default_agent or "", AgentInfo(DEFAULT_AGENT))]
-        return cls(operator, [(t, a) for t, a in agents if t])
-
-    def caller(self, token: str) -> Caller | None:
-        given = token.encode()
-        found: Caller | None = None
-        if hmac.compare_digest(given, self._operator):
-            found = Caller(None)
-        for known, agent in self._agents:
-            if hmac.compare_digest(given, known):
-                found = Caller(agent)
-        return found

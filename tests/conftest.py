@@ -19,12 +19,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.app import BROKER, create_app
-from bot.broker import Broker
-from bot.clock import Clock, ManualClock
+from ask_api.tokens import TokenBook
+from bot.app import ASKS, create_app
 from bot.config import Config
+from bot.core import deadlines
+from bot.core.asks import Asks
+from bot.core.clock import Clock, ManualClock
 from bot.settings import Settings
-from bot.tokens import TokenBook
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 
@@ -122,8 +123,8 @@ class Aye:
     headers: dict[str, str] = field(default_factory=lambda: dict(AGENT_HEADERS))
 
     @property
-    def broker(self) -> Broker:
-        return self.app[BROKER]
+    def asks(self) -> Asks:
+        return self.app[ASKS]
 
     @property
     def url(self) -> str:
@@ -163,13 +164,13 @@ class Aye:
 
     def _has_parked(self, count: int) -> Callable[[], Awaitable[bool]]:
         async def check() -> bool:
-            return len(self.broker.waiters) >= count
+            return len(self.asks.waiters) >= count
 
         return check
 
     async def tick(self) -> None:
         """Fire what is due now, as the clock loop would, without waiting for it."""
-        await self.broker.fire_due()
+        await deadlines.fire_due(self.asks)
 
 
 StartAye = Callable[..., Awaitable[Aye]]

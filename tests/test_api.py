@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
+from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.tokens import TokenBook
+from bot.core.clock import ManualClock
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from ask_api.client import ApprovalRefused, ApprovalTimedOut, ApprovalUnavailable, AyeClient
-from bot.clock import ManualClock
 from bot.config import Config
-from bot.responders import Responder
+from bot.core.clock import ManualClock
+from bot.core.responders import Responder
 from store.models import AskRow
 from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, Aye, StartAye
 
@@ -165,7 +165,7 @@ async def test_escalation_widens_then_times_out(
         "escalate": {"responders": ["operator:local"], "timeout": "30m"}}]})
     aye = await start_aye(database_url, config, manual_clock)
     surface = RecordingSurface()
-    aye.broker.add_surface(surface)
+    aye.asks.add_surface(surface)
     status, pending = await call(aye, "db.drop", {"table": "users"}, ISSUE)
     assert status == 202
     ask = pending["ask"]
@@ -202,7 +202,7 @@ async def test_escalated_responder_may_answer(
         "operations": ["db.drop"], "responders": ["github:alice"], "timeout": "1h",
         "escalate": {"responders": ["operator:local"]}}]})
     aye = await start_aye(database_url, config, manual_clock)
-    aye.broker.add_surface(RecordingSurface())
+    aye.asks.add_surface(RecordingSurface())
     _, pending = await call(aye, "db.drop", {}, ISSUE)
     manual_clock.advance(3601)
     await aye.tick()
@@ -239,7 +239,7 @@ async def test_two_processes_escalate_and_expire_once(
 
 async def test_client_helper(gated: Aye) -> None:
     surface = RecordingSurface()  # tells us, through the outbox, when an ask was posted
-    gated.broker.add_surface(surface)
+    gated.asks.add_surface(surface)
     async with AyeClient(gated.url, AGENT_TOKEN) as client:
         async def approve_when_asked(answer: str) -> None:
             seen = len(surface.delivered)
@@ -287,7 +287,7 @@ async def test_client_helper_raises_for_unavailable_and_timeout(
         with pytest.raises(ApprovalUnavailable):
             await client.call("pay.invoice", {"amount": 1})
         surface = RecordingSurface()
-        aye.broker.add_surface(surface)
+        aye.asks.add_surface(surface)
         task = asyncio.create_task(client.call("ship", {}))
         while not surface.delivered:
             surface.event.clear()

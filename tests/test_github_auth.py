@@ -11,12 +11,13 @@ import aiohttp
 import gidgethub
 import pytest
 
+from ask_api.tokens import TokenBook
 from bot.app import create_app
-from bot.clock import ManualClock
 from bot.config import Config
-from bot.tokens import TokenBook
-from handlers import SurfaceConfigError
+from bot.core.clock import ManualClock
+from bot.core.surface import SurfaceConfigError
 from handlers.github.auth import GitHubAuth, NotInstalled
+from handlers.github.plugin import read_settings
 from tests.conftest import settings_for
 from tests.fake_github import FakeGitHub
 
@@ -36,7 +37,9 @@ def app_auth(fake: FakeGitHub, clock: ManualClock) -> GitHubAuth:
         GITHUB_WEBHOOK_SECRET="s", GITHUB_APP_ID=fake.app_id,
         GITHUB_PRIVATE_KEY=fake.private_key_pem, GITHUB_API_URL=fake.api_url,
     )
-    return GitHubAuth(settings, clock)
+    github = read_settings(settings.env)
+    assert github is not None
+    return GitHubAuth(github, clock)
 
 
 async def react(auth: GitHubAuth, session: aiohttp.ClientSession, installation: int | None) -> str:

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from bot.clock import Clock, ManualClock
 from bot.config import Config
-from bot.surfaces import POST
+from bot.core import posts
+from bot.core.clock import Clock, ManualClock
+from bot.core.surface import POST
 from handlers.github.messages import marker
+from store import outbox
 from tests.conftest import OPERATOR_HEADERS, Aye, StartAye, eventually
 from tests.fake_github import (
     Delivery,
@@ -438,7 +440,7 @@ async def test_a_failed_reaction_is_retried_until_it_lands_and_the_answer_stands
         manual_clock.advance(due - manual_clock.now() + 0.5)
         # ManualClock.sleep wakes on a move only if the sleeper was already asleep: a loop
         # between its due-time read and its sleep would miss this move. The poke cannot be missed.
-        aye.broker.outbox_poke.set()
+        aye.asks.outbox_poke.set()
     await hub.reaction(comment_id)
     assert failed.status in (502, 403, 429, 401)
     assert reactions_on(fake_github, comment_id) == ["+1"]
@@ -456,11 +458,11 @@ async def _rescheduled(
 ) -> float | None:
     """When the failed reaction is due again; None once it has landed."""
     async def settled() -> bool:
-        due = await aye.broker.next_outbox_due()
+        due = await outbox.next_due(aye.asks.store)
         return bool(reactions_on(fake, comment_id)) or (due is not None and due > clock.now())
 
     await eventually(settled)
-    return None if reactions_on(fake, comment_id) else await aye.broker.next_outbox_due()
+    return None if reactions_on(fake, comment_id) else await outbox.next_due(aye.asks.store)
 
 
 # -- posting questions -----------------------------------------------------------------
@@ -532,15 +534,15 @@ async def test_a_withdrawn_question_says_so(posting: Hub) -> None:
 async def test_a_post_whose_recording_was_lost_is_adopted_not_repeated(hub: Hub) -> None:
     # post_questions is off here, so the outbox never posts: the test plays the delivery.
     ask = await hub.ask(question="Deploy?", options=["yes", "no"])
-    row = await hub.aye.broker.find(ask["id"])
+    row = await hub.aye.asks.find(ask["id"])
     assert row is not None
     # As if an earlier attempt posted, then crashed before recording where.
     earlier = hub.fake.add_comment(REPO, NUMBER, f"Deploy?\n\n{marker(ask['id'])}",
                                    login="aye[bot]", user_type="Bot")
 
-    await hub.aye.broker.surfaces["github"].deliver(row, POST, None)
+    await hub.aye.asks.surfaces["github"].deliver(row, POST, None)
 
-    location = await hub.aye.broker.post_location(row, "github")
+    location = await posts.post_location(hub.aye.asks, row, "github")
     assert location is not None and location["comment_id"] == earlier["id"]
     assert hub.fake.calls_matching("POST", ISSUE_COMMENTS) == []
     assert len(hub.fake.comments_on(REPO, NUMBER)) == 1

@@ -11,8 +11,8 @@ import pytest
 from gidgethub import sansio
 from sqlalchemy.orm import configure_mappers
 
-from bot import asks as rules
-from handlers.github.answering import Ambiguous, Nothing, Target, choose
+from bot.core import rules
+from bot.core.answering import Ambiguous, Nothing, Target, choose
 from handlers.github.auth import REFRESH_BEFORE_S, token_from_reply
 from handlers.github.events import MalformedPayload, comment_said, review_said
 from handlers.github.faults import disposition

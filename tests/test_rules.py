@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bot import asks as rules
-from bot.config import ConfigError, load_config, parse_duration
-from bot.responders import Responder, admitted
+from bot.config import ConfigError, load_config
+from bot.core import rules
+from bot.core.config import parse_duration
+from bot.core.responders import Responder, admitted
 
 
 @pytest.mark.parametrize("seq", [1, 7, 35, 36, 1295, 10**6, 36**7 - 1])

@@ -7,12 +7,13 @@ from typing import Any, cast
 import pytest
 from sqlalchemy.orm import configure_mappers
 
-from bot.broker import AnswerResult, Broker
 from bot.config import Config
-from bot.responders import Responder
-from bot.settings import Settings
-from bot.surfaces import CLOSE, ESCALATE, POST
+from bot.core.asks import Asks
+from bot.core.responders import Responder
+from bot.core.surface import CLOSE, ESCALATE, POST
+from bot.core.types import AnswerResult
 from handlers.slack import blocks
+from handlers.slack.plugin import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after
 from store.models import AskRow
 
@@ -281,10 +282,12 @@ def test_retry_after_reads_either_header_shape() -> None:
 
 
 def surface(default_channel: str | None) -> SlackSurface:
-    settings = Settings.from_env({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    settings = SlackSettings("xoxb-1", "xapp-1")
     config = Config.model_validate({"slack": {"default_channel": default_channel}})
-    # reaches/wants read no store: no broker is needed.
-    return SlackSurface(settings, config, cast(Broker, None))
+    section = config.section("slack")
+    assert isinstance(section, SlackSection)
+    # reaches/wants read no store: no core is needed.
+    return SlackSurface(settings, section, cast(Asks, None))
 
 
 def test_reaches_slack_people_in_a_thread_or_with_a_default_channel() -> None:

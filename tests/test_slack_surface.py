@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, update
 
-from bot.clock import ManualClock
 from bot.config import Config
+from bot.core.clock import ManualClock
 from bot.logs import KeyValueFormatter
 from store.models import OutboxRow, PostRow
 from tests.conftest import AGENT_HEADERS, Aye, StartAye, eventually
@@ -86,12 +86,12 @@ def ok(call: SlackCall) -> bool:
 def poke_outbox(aye: Aye) -> None:
     """Wake the delivery loop on a ManualClock, where only a poke or a move ends its sleep.
 
-    Broker._insert pokes the outbox inside its transaction, before the commit: the loop can
+    Asks.insert pokes the outbox inside its transaction, before the commit: the loop can
     wake, find nothing committed yet and sleep again. And a sleep computed just before the
     clock moved waits for the next move. With the real clock, the loop looks again within a
     second (IDLE_LOOK); a ManualClock never ends that sleep by itself.
     """
-    aye.broker.outbox_poke.set()
+    aye.asks.outbox_poke.set()
 
 
 async def posted(fake: FakeSlack, after: int = 0) -> SlackCall:
@@ -500,7 +500,7 @@ async def test_rate_limits_are_waited_out_and_then_left_to_the_outbox(
         assert later.at - earlier.at >= 0.95
     where = f"{DEFAULT_CHANNEL}/{calls[-1].response['ts']}"
     await eventually(lambda: _has_posted(aye, ask["ref"], where))
-    async with aye.broker.store.read() as conn:
+    async with aye.asks.store.read() as conn:
         row = (await conn.execute(OutboxRow.__table__.select())).one()  # type: ignore[attr-defined]
     assert row.attempts == 2  # the outbox took over once, after the in-place retries
 
@@ -515,7 +515,7 @@ async def test_a_long_retry_after_goes_back_to_the_outbox_at_once(
     poke_outbox(aye)
     await eventually(lambda: _post_attempted(aye))
     assert [c.status for c in fake_slack.calls_to("chat.postMessage")] == [429]
-    async with aye.broker.store.read() as conn:
+    async with aye.asks.store.read() as conn:
         row = (await conn.execute(OutboxRow.__table__.select())).one()  # type: ignore[attr-defined]
     assert row.due_at >= manual_clock.now() + 119  # Retry-After, honoured by the outbox
 
@@ -605,14 +605,14 @@ async def test_a_crash_between_posting_and_recording_adopts_the_post(
     second = await start(start_aye, database_url, fake_slack)
     # As if the first process died after Slack's reply but before the store write: no post
     # recorded, and the outbox row due again.
-    async with second.broker.store.write() as conn:
+    async with second.asks.store.write() as conn:
         await conn.execute(delete(PostRow))
         await conn.execute(
             update(OutboxRow)
             .where(OutboxRow.action == "post")  # type: ignore[arg-type]
             .values(due_at=0, done_at=None, claimed_until=None)
         )
-    second.broker.outbox_poke.set()
+    second.asks.outbox_poke.set()
     await eventually(lambda: _post_recorded(second))
     status, _ = await second.answer(ask["ref"], "no")
     assert status == 200
@@ -626,14 +626,14 @@ async def test_a_crash_between_posting_and_recording_adopts_the_post(
 
 
 async def _outbox_done(aye: Aye) -> bool:
-    async with aye.broker.store.read() as conn:
+    async with aye.asks.store.read() as conn:
         found = await conn.execute(OutboxRow.__table__.select())  # type: ignore[attr-defined]
         rows = found.all()
     return bool(rows) and all(row.done_at is not None for row in rows)
 
 
 async def _post_recorded(aye: Aye) -> bool:
-    async with aye.broker.store.read() as conn:
+    async with aye.asks.store.read() as conn:
         found = await conn.execute(PostRow.__table__.select())  # type: ignore[attr-defined]
         return found.first() is not None
 
@@ -697,7 +697,7 @@ async def test_a_refused_bot_token_keeps_the_api_serving_and_posts_waiting(
 
 
 async def _post_attempted(aye: Aye) -> bool:
-    async with aye.broker.store.read() as conn:
+    async with aye.asks.store.read() as conn:
         found = await conn.execute(OutboxRow.__table__.select())  # type: ignore[attr-defined]
         row = found.first()
     return row is not None and row.last_error is not None and row.done_at is None

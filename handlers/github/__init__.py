@@ -1,5 +1,5 @@
 """The GitHub surface: `/answer` comments and reviews answer asks; aye reacts and may post."""
 
-from handlers.github.surface import GitHubSurface
+from handlers.github.plugin import PLUGIN
 
-__all__ = ["GitHubSurface"]
+__all__ = ["PLUGIN"]

@@ -15,9 +15,10 @@ import gidgethub
 from gidgethub import apps
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.clock import Clock
-from bot.logs import emit
-from bot.settings import Settings
+from bot.core.clock import Clock
+from bot.core.logs import emit
+
+from .plugin import GitHubSettings
 
 log = logging.getLogger("aye.github")
 
@@ -58,11 +59,11 @@ def token_from_reply(reply: Mapping[str, Any], now: float) -> InstallationToken:
 class GitHubAuth:
     """Hands out a ready GitHubAPI for a repository, with the right credentials for it."""
 
-    def __init__(self, settings: Settings, clock: Clock) -> None:
-        self.base_url = settings.github_api_url
-        self.app_id = settings.github_app_id
-        self.private_key = settings.github_private_key
-        self.plain_token = settings.github_token
+    def __init__(self, settings: GitHubSettings, clock: Clock) -> None:
+        self.base_url = settings.api_url
+        self.app_id = settings.app_id
+        self.private_key = settings.private_key
+        self.plain_token = settings.token
         self.mode = APP if self.app_id and self.private_key else TOKEN
         self.clock = clock
         self.minted = 0

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.asks import work_key
+from bot.core.rules import work_key
 
 BOT_TYPE = "Bot"
 

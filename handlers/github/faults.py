@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import gidgethub
 
+from handlers.retry import retry_after
+
 # GitHub's advice for a secondary rate limit that names no Retry-After: wait at least a minute.
 SECONDARY_DEFAULT_WAIT_S = 60.0
 MIN_WAIT_S = 1.0
@@ -36,9 +38,9 @@ def disposition(exc: gidgethub.HTTPException, now: float) -> Disposition:
     status = int(exc.status_code)
     if status >= 500:
         return Disposition(retry=True)
-    retry_after = _retry_after(exc)
-    if status in RATE_LIMIT_STATUSES and retry_after is not None:
-        return Disposition(wait=retry_after)
+    wait = retry_after(exc.headers)
+    if status in RATE_LIMIT_STATUSES and wait is not None:
+        return Disposition(wait=wait)
     if status == 429 or (status == 403 and "rate limit" in str(exc).lower()):
         return Disposition(wait=SECONDARY_DEFAULT_WAIT_S)
     if status == 401:
@@ -48,13 +50,3 @@ def disposition(exc: gidgethub.HTTPException, now: float) -> Disposition:
     # 410, 422: retrying cannot help.
     return Disposition()
 
-
-def _retry_after(exc: gidgethub.HTTPException) -> float | None:
-    headers = exc.headers or {}
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        return None

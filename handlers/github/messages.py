@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot import asks as rules
-from bot.responders import Responder
+from bot.core import rules
+from bot.core.responders import Responder
 from store.models import AskRow
 
 from .parsing import ANSWER_COMMAND
@@ -13,6 +13,8 @@ from .parsing import ANSWER_COMMAND
 MARKER = "<!-- aye:ask:{id} -->"
 GITHUB = "github"
 INLINE_MAX = 200
+# An approval's input in the question comment, cut here (the agent and `aye show` have it whole).
+INPUT_MAX = 2900
 
 
 def marker(ask_id: str) -> str:
@@ -49,13 +51,29 @@ def has_github_responder(ask: AskRow) -> bool:
 def question_comment(ask: AskRow, ref: str) -> str:
     """A new ask, with how to answer it here; the first line is never a command."""
     title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
-    lines = [f"**{title}** from an agent (ref `{ref}`)", "", *_quoted(ask.question)]
-    if ask.context:
-        lines += ["", *_quoted(ask.context)]
+    lines = [f"**{title}** from an agent (ref `{ref}`)", "", *_quoted(question(ask))]
+    if context(ask):
+        lines += ["", *_quoted(context(ask) or "")]
     if ask.options:
         lines += ["", *(f"{n}. {option}" for n, option in enumerate(ask.options, start=1))]
     lines += ["", *_how_to_answer(ask, ref), "", f"Deadline: {when(ask.deadline)}."]
     return "\n".join([*lines, "", marker(ask.id)])
+
+
+def question(ask: AskRow) -> str:
+    """An approval stores its operation; here it is worded as a question."""
+    if ask.kind == rules.APPROVAL and ask.operation:
+        return f"Approve {ask.operation}?"
+    return ask.question
+
+
+def context(ask: AskRow) -> str | None:
+    if ask.kind == rules.APPROVAL and ask.operation:
+        shown = rules.canonical_json(ask.call_input)
+        if len(shown) > INPUT_MAX:
+            shown = shown[:INPUT_MAX] + "…"
+        return f"Input: {shown}"
+    return ask.context
 
 
 def _how_to_answer(ask: AskRow, ref: str) -> list[str]:
@@ -82,24 +100,25 @@ def closed_comment(ask: AskRow, ref: str) -> str:
     """The question comment once the ask is closed: how, by whom, never a sensitive value."""
     title = "Approval" if ask.kind == rules.APPROVAL else "Question"
     lines = [f"**{title}** from an agent (ref `{ref}`): {closed_line(ask)}", "",
-             *_quoted(ask.question)]
+             *_quoted(question(ask))]
     return "\n".join([*lines, "", marker(ask.id)])
 
 
 def closed_line(ask: AskRow) -> str:
-    if ask.status == rules.ANSWERED:
-        by = who_answered(ask.answered_by)
-        if ask.sensitive or ask.erased or ask.answer_value is None:
-            return f"answered by {by}."
-        if ask.kind == rules.APPROVAL:
-            verdict = "approved" if ask.outcome == rules.APPROVED else "refused"
-            return f"{verdict} by {by}."
-        return f"answered by {by}: **{_inline(ask.answer_value)}**"
-    if ask.status == rules.EXPIRED:
-        return "expired with no answer."
-    if ask.status == rules.WITHDRAWN:
-        return "withdrawn."
-    return "closed."
+    """How the ask ended (rules.ending), in public words."""
+    by = who_answered(ask.answered_by)
+    ended = rules.ending(ask)
+    if ended == rules.ANSWERED:
+        return f"answered by {by}: **{_inline(ask.answer_value or '')}**"
+    words = {
+        rules.ANSWERED_PRIVATELY: f"answered by {by}.",
+        rules.APPROVED: f"approved by {by}.",
+        rules.APPROVAL_REFUSED: f"refused by {by}.",
+        rules.APPROVAL_TIMED_OUT: "expired with no answer.",
+        rules.EXPIRED: "expired with no answer.",
+        rules.WITHDRAWN: "withdrawn.",
+    }
+    return words.get(ended, "closed.")
 
 
 def who_answered(answered_by: str | None) -> str:

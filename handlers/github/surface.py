@@ -13,22 +13,21 @@ import gidgethub
 from aiohttp import web
 from gidgethub.aiohttp import GitHubAPI
 
-from bot import asks as rules
-from bot.broker import Broker, FollowUp
-from bot.config import Config
-from bot.logs import emit
-from bot.responders import Responder
-from bot.settings import Settings
-from bot.surfaces import CLOSE, POST, RetryLater
-from handlers import SurfaceConfigError
+from bot.core import posts, rules
+from bot.core.asks import Asks
+from bot.core.logs import emit
+from bot.core.responders import Responder
+from bot.core.surface import CLOSE, POST, RetryLater, SurfaceConfigError
+from bot.core.types import FollowUp
 from store.models import AskRow
 
-from .answering import SURFACE, AnswerDesk
+from .answering import AnswerDesk
 from .auth import GitHubAuth, NotInstalled
 from .events import Said
 from .faults import disposition
 from .messages import closed_comment, has_github_responder, marker, question_comment
 from .parsing import reaction_for
+from .plugin import SURFACE, GitHubSection, GitHubSettings
 from .webhook import WEBHOOK_PATH, Webhook
 
 log = logging.getLogger("aye.github")
@@ -65,10 +64,10 @@ def _vars(repo: str, **more: int | str) -> dict[str, str]:
 class GitHubSurface:
     name = SURFACE
 
-    def __init__(self, settings: Settings, config: Config, broker: Broker) -> None:
-        self.config = config
-        self.broker = broker
-        self.auth = GitHubAuth(settings, broker.clock)
+    def __init__(self, settings: GitHubSettings, section: GitHubSection, asks: Asks) -> None:
+        self.section = section
+        self.asks = asks
+        self.auth = GitHubAuth(settings, asks.clock)
         try:
             self.auth.check()
         except Exception:
@@ -76,8 +75,8 @@ class GitHubSurface:
                 "GITHUB_PRIVATE_KEY (or the file at GITHUB_PRIVATE_KEY_PATH) is not a PEM "
                 "private key that can sign a GitHub App JWT"
             ) from None
-        self.desk = AnswerDesk(broker, self._reaction, self._react_free)
-        self.webhook = Webhook(settings.github_webhook_secret or "", self.desk)
+        self.desk = AnswerDesk(asks, self._reaction, self._react_free)
+        self.webhook = Webhook(settings.webhook_secret, self.desk)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.reactions = 0
@@ -89,7 +88,7 @@ class GitHubSurface:
         return responder.kind == SURFACE and github_work(work) is not None
 
     def wants(self, ask: AskRow, action: str) -> bool:
-        if not self.config.github.post_questions or github_work(ask.work) is None:
+        if not self.section.post_questions or github_work(ask.work) is None:
             return False
         if action == POST:
             # Nobody could answer it here: publishing it would only expose it.
@@ -123,7 +122,7 @@ class GitHubSurface:
             "deliveries": self.webhook.stats.deliveries,
             "bad_signatures": self.webhook.stats.refused,
             "tokens_minted": self.auth.minted,
-            "post_questions": self.config.github.post_questions,
+            "post_questions": self.section.post_questions,
         }
 
     def routes(self) -> list[web.RouteDef]:
@@ -162,7 +161,7 @@ class GitHubSurface:
         where = github_work(ask.work)
         if where is None or ask.status != rules.OPEN:
             return  # closed before its turn came: no need to publish it any more
-        if await self.broker.post_location(ask, SURFACE) is not None:
+        if await posts.post_location(self.asks, ask, SURFACE) is not None:
             return
         repo, number = where
         gh = await self._api(repo)
@@ -170,12 +169,12 @@ class GitHubSurface:
         if comment_id is None:
             comment = await gh.post(
                 ISSUE_COMMENTS, _vars(repo, number=number),
-                data={"body": question_comment(ask, Broker.ref(ask))},
+                data={"body": question_comment(ask, rules.ref(ask))},
             )
             comment_id = int(comment["id"])
             self.posts += 1
-        await self.broker.record_posted(
-            ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
+        await posts.record_posted(
+            self.asks, ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
             where=f"{repo}#{number}",
         )
 
@@ -191,23 +190,23 @@ class GitHubSurface:
         return None
 
     async def _close(self, ask: AskRow) -> None:
-        location = await self.broker.post_location(ask, SURFACE)
+        location = await posts.post_location(self.asks, ask, SURFACE)
         if location is None:
             return  # never posted here (post_questions was off, or nobody here could answer)
         repo = str(location["repo"])
         gh = await self._api(repo)
         await gh.patch(
             COMMENT, _vars(repo, comment_id=int(location["comment_id"])),
-            data={"body": closed_comment(ask, Broker.ref(ask))},
+            data={"body": closed_comment(ask, rules.ref(ask))},
         )
-        emit(log, "github.updated", ask=ask.id, ref=Broker.ref(ask), status=ask.status)
+        emit(log, "github.updated", ask=ask.id, ref=rules.ref(ask), status=ask.status)
 
     def _failed(
         self, exc: gidgethub.HTTPException, ask: AskRow, action: str, repo: str,
         installation_id: int | None,
     ) -> None:
         """Wait, retry or give up: raises for the outbox to retry, returns to drop the row."""
-        what = disposition(exc, self.broker.clock.now())
+        what = disposition(exc, self.asks.clock.now())
         status = int(exc.status_code)
         if what.reauth:
             self.auth.forget(installation_id, repo)
@@ -246,7 +245,7 @@ class GitHubSurface:
                 await self._react(payload)
                 return
             except gidgethub.HTTPException as exc:
-                what = disposition(exc, self.broker.clock.now())
+                what = disposition(exc, self.asks.clock.now())
                 if what.give_up:
                     break
                 if what.reauth:

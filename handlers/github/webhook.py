@@ -9,7 +9,7 @@ import gidgethub
 from aiohttp import web
 from gidgethub import routing, sansio
 
-from bot.logs import emit
+from bot.core.logs import emit
 
 from . import comments, reviews
 from .answering import AnswerDesk

@@ -1,5 +1,5 @@
 """The Slack surface: questions posted in threads, answered with buttons and a modal."""
 
-from handlers.slack.surface import SlackSurface
+from handlers.slack.plugin import PLUGIN
 
-__all__ = ["SlackSurface"]
+__all__ = ["PLUGIN"]

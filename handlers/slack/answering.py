@@ -6,25 +6,35 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.broker import Broker
-from bot.logs import emit
-from bot.responders import Responder
+from bot.core import rules
+from bot.core.asks import Asks
+from bot.core.logs import emit
+from bot.core.responders import Responder
 from handlers.slack import blocks
+from handlers.slack.plugin import SURFACE
 from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
 
-SURFACE = "slack"
+# Where the listeners find the core: put in bolt's context by one middleware (see use_asks).
+ASKS = "aye_asks"
 
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """Where to tell someone something only they see: a channel, and a thread in it."""
+    """A channel, and a thread in it (None: the channel itself, or a new thread at its top)."""
 
     channel: str
     thread_ts: str | None = None
+
+
+def asks_of(context: AsyncBoltContext) -> Asks:
+    asks = context.get(ASKS)
+    assert isinstance(asks, Asks), "the middleware of handlers.slack.surface puts it there"
+    return asks
 
 
 def where_pressed(body: dict[str, Any]) -> Where | None:
@@ -38,7 +48,7 @@ def where_pressed(body: dict[str, Any]) -> Where | None:
 
 
 def where_posted(location: dict[str, Any] | None) -> Where | None:
-    """The thread of aye's own post of an ask (see SlackSurface), for replies from the modal."""
+    """The thread of aye's own post of an ask (see Posts), for replies from the modal."""
     if not location:
         return None
     return Where(location["channel"], location.get("thread_ts"))
@@ -55,11 +65,10 @@ async def tell(client: AsyncWebClient, where: Where | None, user_id: str, text: 
     )
 
 
-async def answer_as(
-    broker: Broker, ask: AskRow, user_id: str, text: str
-) -> tuple[bool, str]:
+async def answer_as(asks: Asks, ask: AskRow, user_id: str, text: str) -> tuple[bool, str]:
     """Answer `ask` as `slack:<user_id>`; (taken, the words to tell them)."""
-    result = await broker.answer(ask, Responder(SURFACE, user_id), text, None, surface=SURFACE)
-    emit(log, "slack.answer", id=ask.id, ref=broker.ref(ask), user=user_id,
-         taken=result.taken, reason=result.reason)
-    return result.taken, blocks.reply(ask, broker.ref(ask), result)
+    result = await asks.answer(ask, Responder(SURFACE, user_id), text, None, surface=SURFACE)
+    ref = rules.ref(ask)
+    emit(log, "slack.answer", id=ask.id, ref=ref, user=user_id, taken=result.taken,
+         reason=result.reason)
+    return result.taken, blocks.reply(ask, ref, result)

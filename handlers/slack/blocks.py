@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot import asks as rules
-from bot.broker import AnswerResult
+from bot.core import rules
+from bot.core.types import AnswerResult
 from store.models import AskRow
 
 # What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
@@ -35,7 +35,8 @@ PREVIEW_MAX = 2500  # the question shown above the modal's text field
 
 STYLES = {rules.APPROVE: "primary", rules.REFUSE: "danger"}
 LABELS = {rules.APPROVE: "Approve", rules.REFUSE: "Refuse"}
-INPUT_PREFIX = "Input: "
+# An approval's input is cut here before it is fitted into its code block.
+INPUT_SHOWN_MAX = 2900
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,21 +176,30 @@ def _context(*parts: str) -> dict[str, Any]:
 def _details(ask: AskRow) -> list[dict[str, Any]]:
     """The context: for an approval, the operation and its input as a code block."""
     if ask.kind == rules.APPROVAL and ask.operation:
-        shown = (ask.context or "").removeprefix(INPUT_PREFIX)
-        blocks = [_section(f"*Operation:* `{fit(ask.operation, 200)}`")]
-        if shown:
-            blocks.append(_section("*Input:*\n```" + fit(shown, SECTION_MAX - 20) + "```"))
-        return blocks
+        shown = rules.canonical_json(ask.call_input)
+        if len(shown) > INPUT_SHOWN_MAX:
+            shown = shown[:INPUT_SHOWN_MAX] + "…"
+        return [
+            _section(f"*Operation:* `{fit(ask.operation, 200)}`"),
+            _section("*Input:*\n```" + fit(shown, SECTION_MAX - 20) + "```"),
+        ]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
 
 
+def question(ask: AskRow) -> str:
+    """An approval stores its operation; here it is worded as a question."""
+    if ask.kind == rules.APPROVAL and ask.operation:
+        return f"Approve {ask.operation}?"
+    return ask.question
+
+
 def _title(ask: AskRow, suffix: str = "") -> dict[str, Any]:
-    return _section("*" + fit(ask.question + suffix, SECTION_MAX - 2) + "*")
+    return _section("*" + fit(question(ask) + suffix, SECTION_MAX - 2) + "*")
 
 
 def _fallback(ask: AskRow, ref: str, tail: str = "") -> str:
     """Notification text: the question and its ref only, never a sensitive ask's details."""
-    return clip(f"[{ref}] {ask.question}", FALLBACK_MAX) + tail
+    return clip(f"[{ref}] {question(ask)}", FALLBACK_MAX) + tail
 
 
 def question_message(ask: AskRow, ref: str) -> Message:
@@ -239,38 +249,38 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
 def outcome_line(ask: AskRow) -> str:
     """How the ask closed, as people read it; a sensitive ask's value is never shown."""
     who = person(ask.answered_by) if ask.answered_by else "someone"
-    if ask.status == rules.ANSWERED:
-        if ask.outcome == rules.APPROVED:
-            return f":white_check_mark: Approved by {who}."
-        if ask.outcome == rules.APPROVAL_REFUSED:
-            return f":no_entry: Refused by {who}."
-        if ask.sensitive or ask.answer_value is None:
-            return f":white_check_mark: Answered by {who}. The answer is private."
-        line = f":white_check_mark: Answered by {who}: *{fit(ask.answer_value, 2000)}*"
+    ended = rules.ending(ask)
+    if ended == rules.ANSWERED:
+        line = f":white_check_mark: Answered by {who}: *{fit(ask.answer_value or '', 2000)}*"
         if ask.answer_note:
             line += "\n>" + fit(ask.answer_note, 800).replace("\n", "\n>")
         return line
-    if ask.status == rules.EXPIRED:
-        if ask.kind == rules.APPROVAL:
-            return (
-                f":hourglass: Refused: nobody approved it by {slack_date(ask.deadline)}."
-            )
-        return f":hourglass: Expired: nobody answered by {slack_date(ask.deadline)}."
-    if ask.status == rules.WITHDRAWN:
-        return ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed."
-    return ""
+    by = slack_date(ask.deadline)
+    return {
+        rules.APPROVED: f":white_check_mark: Approved by {who}.",
+        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}.",
+        rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
+        rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: nobody approved it by {by}.",
+        rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
+        rules.WITHDRAWN: ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed.",
+    }.get(ended, "")
+
+
+CLOSED_WORDS = {
+    rules.APPROVED: "approved",
+    rules.APPROVAL_REFUSED: "refused",
+    rules.ANSWERED: "answered",
+    rules.ANSWERED_PRIVATELY: "answered",
+    rules.APPROVAL_TIMED_OUT: "refused (timed out)",
+    rules.EXPIRED: "expired",
+    rules.WITHDRAWN: "withdrawn",
+}
 
 
 def _closed_words(ask: AskRow) -> str:
-    if ask.status == rules.ANSWERED:
-        if ask.outcome == rules.APPROVED:
-            return "approved"
-        if ask.outcome == rules.APPROVAL_REFUSED:
-            return "refused"
-        return "answered"
-    if ask.status == rules.EXPIRED:
-        return "refused (timed out)" if ask.kind == rules.APPROVAL else "expired"
-    return ask.status
+    """The short word for the notification text of a closed ask."""
+    ended = rules.ending(ask)
+    return CLOSED_WORDS.get(ended, ended)
 
 
 def closed_message(ask: AskRow, ref: str, escalation: bool = False) -> Message:
@@ -283,7 +293,7 @@ def closed_message(ask: AskRow, ref: str, escalation: bool = False) -> Message:
 
 def answer_modal(ask: AskRow, ref: str) -> dict[str, Any]:
     """The free-text answer form; `private_metadata` carries the ask id back on submission."""
-    blocks: list[dict[str, Any]] = [_section("*" + fit(ask.question, PREVIEW_MAX) + "*")]
+    blocks: list[dict[str, Any]] = [_section("*" + fit(question(ask), PREVIEW_MAX) + "*")]
     element: dict[str, Any] = {
         "type": "plain_text_input",
         "action_id": ANSWER_INPUT,

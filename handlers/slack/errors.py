@@ -10,7 +10,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.logs import emit
+from bot.core.logs import emit
 from handlers.slack import blocks
 from handlers.slack.answering import tell, where_pressed
 

@@ -8,18 +8,18 @@ Slack's reply and `record_posted` therefore adopts the earlier post instead of r
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import asks as rules
-from bot.broker import Broker
-from bot.logs import emit
+from bot.core import posts, rules
+from bot.core.asks import Asks
+from bot.core.logs import emit
 from handlers.slack import blocks
-from handlers.slack.answering import SURFACE
+from handlers.slack.answering import Where
 from handlers.slack.errors import slack_error
+from handlers.slack.plugin import SURFACE
 from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
@@ -32,51 +32,46 @@ LOOKBACK_MARGIN_S = 600.0
 GONE = frozenset({"message_not_found", "cant_update_message", "is_archived"})
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    channel: str
-    thread_ts: str | None  # None: start a new thread at the top of the channel
-
-
-def work_thread(work: dict[str, Any] | None) -> Target | None:
-    slack = (work or {}).get("slack")
+def work_thread(work: dict[str, Any] | None) -> Where | None:
+    slack = (work or {}).get(SURFACE)
     if not slack:
         return None
-    return Target(str(slack["channel"]), str(slack["thread_ts"]))
+    return Where(str(slack["channel"]), str(slack["thread_ts"]))
 
 
 class Posts:
     def __init__(
         self,
-        broker: Broker,
+        asks: Asks,
         client: AsyncWebClient,
         poster: AsyncWebClient,
         default_channel: str | None,
     ) -> None:
-        self.broker = broker
+        self.asks = asks
         self.client = client  # retries 429s, 5xx and cut connections: for idempotent calls
         self.poster = poster  # retries 429s only: a retried post might post twice
         self.default_channel = default_channel
         self.bot_id: str | None = None  # set from auth.test: only our own posts are adopted
 
-    def target(self, ask: AskRow) -> Target | None:
+    def target(self, ask: AskRow) -> Where | None:
+        """The ask's thread, or a new thread in the default channel."""
         thread = work_thread(ask.work)
         if thread is not None:
             return thread
-        return Target(self.default_channel, None) if self.default_channel else None
+        return Where(self.default_channel, None) if self.default_channel else None
 
     # -- the outbox actions ------------------------------------------------------------------
 
     async def post(self, ask: AskRow) -> None:
         if ask.status != rules.OPEN:
             return  # closed before it could be shown: there is nothing left to ask
-        if await self.broker.post_location(ask, SURFACE) is not None:
+        if await posts.post_location(self.asks, ask, SURFACE) is not None:
             return
         target = self.target(ask)
         if target is None:
             emit(log, "slack.no_target", level=logging.WARNING, id=ask.id)
             return
-        ref = self.broker.ref(ask)
+        ref = rules.ref(ask)
         ts = await self._find(target, ask, blocks.ASK_EVENT, ask.created_at)
         if ts is None:
             ts = await self._send(target, blocks.question_message(ask, ref))
@@ -85,20 +80,20 @@ class Posts:
         location: dict[str, Any] = {"channel": target.channel, "ts": ts}
         if target.thread_ts:
             location["thread_ts"] = target.thread_ts
-        await self.broker.record_posted(
-            ask, SURFACE, location, where=f"{target.channel}/{target.thread_ts or ts}"
+        await posts.record_posted(
+            self.asks, ask, SURFACE, location, where=f"{target.channel}/{target.thread_ts or ts}"
         )
 
     async def close(self, ask: AskRow) -> None:
-        location = await self.broker.post_location(ask, SURFACE)
+        location = await posts.post_location(self.asks, ask, SURFACE)
         if location is None:
             return  # never shown in Slack
-        ref = self.broker.ref(ask)
+        ref = rules.ref(ask)
         channel, ts = location["channel"], location["ts"]
         first_is_escalation = bool(location.get("escalation"))
         await self._update(ask, channel, ts, blocks.closed_message(ask, ref, first_is_escalation))
         if ask.escalated_at is not None and not first_is_escalation:
-            thread = Target(channel, location.get("thread_ts") or ts)
+            thread = Where(channel, location.get("thread_ts") or ts)
             again = await self._find(thread, ask, blocks.ESCALATION_EVENT, ask.escalated_at)
             if again is not None:
                 await self._update(ask, channel, again, blocks.closed_message(ask, ref, True))
@@ -106,10 +101,10 @@ class Posts:
     async def escalate(self, ask: AskRow) -> None:
         if ask.status != rules.OPEN:
             return
-        ref = self.broker.ref(ask)
-        location = await self.broker.post_location(ask, SURFACE)
+        ref = rules.ref(ask)
+        location = await posts.post_location(self.asks, ask, SURFACE)
         if location is not None:
-            target = Target(location["channel"], location.get("thread_ts") or location["ts"])
+            target = Where(location["channel"], location.get("thread_ts") or location["ts"])
         else:
             # Not posted before (no Slack responder until now): the escalation starts a thread.
             found = self.target(ask)
@@ -126,11 +121,11 @@ class Posts:
         if target.thread_ts:
             new["thread_ts"] = target.thread_ts
         # With a post already recorded this only adds "posted" to the history.
-        await self.broker.record_posted(ask, SURFACE, location or new, where=where)
+        await posts.record_posted(self.asks, ask, SURFACE, location or new, where=where)
 
     # -- Slack calls -------------------------------------------------------------------------
 
-    async def _send(self, target: Target, message: blocks.Message) -> str:
+    async def _send(self, target: Where, message: blocks.Message) -> str:
         sent = await self.poster.chat_postMessage(
             channel=target.channel,
             thread_ts=target.thread_ts,
@@ -157,7 +152,7 @@ class Posts:
             emit(log, "slack.update_skipped", level=logging.WARNING, id=ask.id, channel=channel,
                  ts=ts, slack_error=slack_error(exc))
 
-    async def _find(self, target: Target, ask: AskRow, event: str, since: float) -> str | None:
+    async def _find(self, target: Where, ask: AskRow, event: str, since: float) -> str | None:
         """The ts of our message in the thread (or channel) that carries this ask under `event`."""
         cursor: str | None = None
         while True:

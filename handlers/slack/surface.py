@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -27,15 +29,15 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.broker import Broker
-from bot.config import Config
-from bot.logs import emit
-from bot.responders import Responder
-from bot.settings import Settings
-from bot.surfaces import CLOSE, ESCALATE, POST, RetryLater
+from bot.core.asks import Asks
+from bot.core.logs import emit
+from bot.core.responders import Responder
+from bot.core.surface import CLOSE, ESCALATE, POST, RetryLater
+from handlers import retry
 from handlers.slack import actions, errors, views
-from handlers.slack.answering import SURFACE
+from handlers.slack.answering import ASKS
 from handlers.slack.errors import slack_error
+from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
 
 if TYPE_CHECKING:
@@ -73,15 +75,9 @@ TOKEN_REFUSED_EFFECT = {
 
 
 def retry_after(headers: Any, default: float = DEFAULT_RETRY_AFTER_S) -> float:
-    """Seconds from a Retry-After header (any case; a list of values or one)."""
-    for name, value in dict(headers or {}).items():
-        if name.lower() == "retry-after":
-            first = value[0] if isinstance(value, list) else value
-            try:
-                return max(float(first), 0.0)
-            except (TypeError, ValueError):
-                return default
-    return default
+    """Seconds from a 429's Retry-After header, or `default` when Slack gave none."""
+    seconds = retry.retry_after(headers)
+    return default if seconds is None else seconds
 
 
 class ShortRateLimitRetry(AsyncRateLimitErrorRetryHandler):
@@ -107,13 +103,12 @@ def _refused(status: str) -> bool:
 class SlackSurface:
     name = SURFACE
 
-    def __init__(self, settings: Settings, config: Config, broker: Broker) -> None:
-        assert settings.slack_bot_token and settings.slack_app_token  # handlers.slack_on
-        self._bot_token = settings.slack_bot_token
-        self._app_token = settings.slack_app_token
-        self._api_url = settings.slack_api_url
-        self._default_channel = config.slack.default_channel
-        self._broker = broker
+    def __init__(self, settings: SlackSettings, section: SlackSection, asks: Asks) -> None:
+        self._bot_token = settings.bot_token
+        self._app_token = settings.app_token
+        self._api_url = settings.api_url
+        self._default_channel = section.default_channel
+        self._asks = asks
         self._posts: Posts | None = None
         self._app: AsyncApp | None = None
         self._handler: AsyncSocketModeHandler | None = None
@@ -185,16 +180,24 @@ class SlackSurface:
         poster = self._web_client(
             session, [ShortRateLimitRetry(max_retry_count=RATE_LIMIT_RETRIES)]
         )
-        self._posts = Posts(self._broker, client, poster, self._default_channel)
+        self._posts = Posts(self._asks, client, poster, self._default_channel)
         # bolt builds each listener's client from this one: same base_url, session, retries.
         # bolt's own logger is kept: bot.logs holds "slack_bolt" at warning, so payloads it
         # logs at debug (a typed answer among them) never reach the log.
         self._app = AsyncApp(client=client)
-        actions.register(self._app, self._broker)
-        views.register(self._app, self._broker)
+        self._app.use(self._with_asks)
+        actions.register(self._app)
+        views.register(self._app)
         errors.register(self._app)
         if not await self._open():
             self._retrying = asyncio.create_task(self._keep_trying(), name="aye-slack-connect")
+
+    async def _with_asks(
+        self, context: AsyncBoltContext, next: Callable[[], Awaitable[None]]
+    ) -> None:
+        """The one middleware: every listener finds the core in its context."""
+        context[ASKS] = self._asks
+        await next()
 
     async def close(self) -> None:
         if self._retrying is not None:

@@ -1,4 +1,4 @@
-"""The free-text answer modal's submission."""
+"""The free-text answer modal's submission (a module-level listener, like actions.py)."""
 
 from __future__ import annotations
 
@@ -7,38 +7,40 @@ from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.broker import Broker
-from bot.logs import emit
+from bot.core import posts
+from bot.core.logs import emit
 from handlers.slack import blocks
-from handlers.slack.answering import SURFACE, answer_as, tell, where_posted
+from handlers.slack.answering import answer_as, asks_of, tell, where_posted
+from handlers.slack.plugin import SURFACE
 
 log = logging.getLogger("aye.slack")
 
 
-def register(app: AsyncApp, broker: Broker) -> None:
-    async def submit_answer(
-        ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient
-    ) -> None:
-        text = blocks.answer_text(view["state"]["values"])
-        if not text.strip():
-            # The one refusal shown in the form itself: it needs no lookup, so it is the ack.
-            await ack(
-                response_action="errors",
-                errors={blocks.ANSWER_BLOCK: blocks.EMPTY_ANSWER_ERROR},
-            )
-            return
-        await ack()
-        user_id = body["user"]["id"]
-        ask_id = str(view.get("private_metadata", ""))
-        ask = await broker.find(ask_id) if blocks.is_ask_id(ask_id) else None
-        if ask is None:
-            emit(log, "slack.unknown_ask", level=logging.WARNING, user=user_id)
-            return
-        # A modal has no channel: tell them in the thread where the question was posted.
-        where = where_posted(await broker.post_location(ask, SURFACE))
-        _, words = await answer_as(broker, ask, user_id, text)
-        await tell(client, where, user_id, words)
+async def submit_answer(
+    ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    text = blocks.answer_text(view["state"]["values"])
+    if not text.strip():
+        # The one refusal shown in the form itself: it needs no lookup, so it is the ack.
+        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: blocks.EMPTY_ANSWER_ERROR})
+        return
+    await ack()
+    asks = asks_of(context)
+    user_id = body["user"]["id"]
+    ask_id = str(view.get("private_metadata", ""))
+    ask = await asks.find(ask_id) if blocks.is_ask_id(ask_id) else None
+    if ask is None:
+        emit(log, "slack.unknown_ask", level=logging.WARNING, user=user_id)
+        return
+    # A modal has no channel: tell them in the thread where the question was posted.
+    where = where_posted(await posts.post_location(asks, ask, SURFACE))
+    _, words = await answer_as(asks, ask, user_id, text)
+    await tell(client, where, user_id, words)
 
+
+def register(app: AsyncApp) -> None:
     app.view(blocks.MODAL_CALLBACK)(submit_answer)

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-KINDS = ("operator", "slack", "github")
-OPERATOR_ID = "local"
-ID_PATTERNS = {
-    "operator": re.compile(r"^local$"),
-    # Slack member IDs: U… for users, W… for Enterprise Grid users.
-    "slack": re.compile(r"^[UW][A-Z0-9]{2,}$"),
-    # GitHub logins: alphanumerics and single hyphens, at most 39 characters.
-    "github": re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$"),
-}
+from bot.core import kinds
+from bot.core.kinds import OPERATOR_ID, OPERATOR_KIND
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +19,16 @@ class Responder:
     @classmethod
     def parse(cls, text: str) -> Responder:
         kind, sep, ident = text.strip().partition(":")
-        if kind not in KINDS:
-            raise ValueError(f"{text!r}: the kind must be one of {', '.join(KINDS)}")
+        found = kinds.known(kind)
+        if found is None:
+            raise ValueError(f"{text!r}: the kind must be one of {', '.join(kinds.names())}")
         if not sep:
-            if kind == "operator":
-                return cls("operator", OPERATOR_ID)
+            if kind == OPERATOR_KIND:
+                return cls(OPERATOR_KIND, OPERATOR_ID)
             return cls(kind)
         if not ident:
             raise ValueError(f"{text!r}: the id after '{kind}:' is empty")
-        if not ID_PATTERNS[kind].match(ident):
+        if not found.id_pattern.match(ident):
             raise ValueError(f"{text!r} is not a valid {kind} responder")
         return cls(kind, ident)
 
@@ -48,17 +41,14 @@ class Responder:
             return False
         if self.id is None:
             return True
-        if self.kind == "github":  # GitHub logins are case-insensitive
+        found = kinds.known(self.kind)
+        if found is not None and found.ids_fold_case:
             return self.id.lower() == (person.id or "").lower()
         return self.id == person.id
 
 
-OPERATOR = Responder("operator", OPERATOR_ID)
+OPERATOR = Responder(OPERATOR_KIND, OPERATOR_ID)
 
 
 def admitted(person: Responder, responders: Iterable[Responder]) -> bool:
     return any(r.admits(person) for r in responders)
-
-
-def parse_all(texts: Iterable[str]) -> list[Responder]:
-    return [Responder.parse(t) for t in texts]

@@ -1,12 +1,19 @@
-"""Pure rules about asks: refs, works, what counts as an answer. No I/O here."""
+"""Pure rules about asks: statuses, refs, works, what counts as an answer, how an ask ended.
+
+No I/O here. Facts only: the words people read are the renderers' (ask_api/views.py, each
+surface's own), except the refusal reasons, which the API and every surface share.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+from bot.core import kinds
 
 QUESTION = "question"
 APPROVAL = "approval"
@@ -15,11 +22,14 @@ STATUSES = (OPEN, ANSWERED, EXPIRED, WITHDRAWN)
 APPROVE, REFUSE = "approve", "refuse"
 APPROVAL_OPTIONS = [APPROVE, REFUSE]
 APPROVED, APPROVAL_REFUSED, APPROVAL_TIMED_OUT = "approved", "approval_refused", "approval_timed_out"
+# How an ask ended, beyond its status: an answer nobody but the agent may see.
+ANSWERED_PRIVATELY = "answered_privately"
 MAX_FREE_TEXT = 3000
 REF_PREFIX = {QUESTION: "q", APPROVAL: "a"}
 _BASE36 = string.digits + string.ascii_lowercase
 
-# Why an answer was refused: the code (stable, in the API) and the words people see.
+# Why an answer was refused: the code (stable, in the API) and the words people see, the same
+# words in the API's messages and on every surface.
 REASONS = {
     "not_a_responder": "you are not one of the people this is for",
     "invalid_answer": "that is not one of the options",
@@ -34,6 +44,25 @@ REASONS = {
 
 class InvalidAnswer(ValueError):
     """The text is not an answer to this ask."""
+
+
+class AskFacts(Protocol):
+    """What the rules read of an ask (a store row, or a test's stand-in)."""
+
+    @property
+    def seq(self) -> int | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def sensitive(self) -> bool: ...
+    @property
+    def erased(self) -> bool: ...
+    @property
+    def answer_value(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,28 +83,32 @@ def ref_for(seq: int, kind: str) -> str:
     return REF_PREFIX[kind] + digits
 
 
-def parse_ref(ref: str) -> tuple[str, int] | None:
+def ref(ask: AskFacts) -> str:
+    """The ask's ref: a function of the ask alone."""
+    return ref_for(ask.seq or 0, ask.kind)
+
+
+def parse_ref(text: str) -> tuple[str, int] | None:
     """(kind, seq) for a ref, or None when the text is not one."""
-    ref = ref.strip().lower()
-    if len(ref) < 2 or len(ref) > 8:
+    text = text.strip().lower()
+    if len(text) < 2 or len(text) > 8:
         return None
-    kinds = {prefix: kind for kind, prefix in REF_PREFIX.items()}
-    kind = kinds.get(ref[0])
-    if kind is None or any(c not in _BASE36 for c in ref[1:]):
+    by_prefix = {prefix: kind for kind, prefix in REF_PREFIX.items()}
+    kind = by_prefix.get(text[0])
+    if kind is None or any(c not in _BASE36 for c in text[1:]):
         return None
-    return kind, int(ref[1:], 36)
+    return kind, int(text[1:], 36)
 
 
-def work_key(work: dict[str, Any] | None) -> str | None:
-    """One string per conversation, so the open asks of a thread or issue are one index probe."""
+def work_key(work: Mapping[str, Any] | None) -> str | None:
+    """One string per conversation (`slack:C1:1.2`, `github:o/r#4`), so the open asks of a
+    thread or issue are one index probe. Each surface says how its own work is keyed."""
     if not work:
         return None
-    if "slack" in work:
-        slack = work["slack"]
-        return f"slack:{slack['channel']}:{slack['thread_ts']}"
-    if "github" in work:
-        gh = work["github"]
-        return f"github:{gh['repo'].lower()}#{gh['number']}"
+    for name, value in work.items():
+        kind = kinds.known(name)
+        if kind is not None and kind.work_key is not None and isinstance(value, Mapping):
+            return f"{name}:{kind.work_key(value)}"
     return None
 
 
@@ -112,3 +145,18 @@ def match_answer(options: list[str] | None, text: str) -> Answer:
 def closed_reason(status: str) -> str:
     """The refusal code for answering an ask that is no longer open."""
     return status if status in (ANSWERED, EXPIRED, WITHDRAWN) else "closed"
+
+
+def ending(ask: AskFacts) -> str:
+    """How the ask ended, the one place that decides it: `open`, `approved`,
+    `approval_refused`, `approval_timed_out`, `answered`, `answered_privately` (sensitive,
+    erased, or no value to show), `expired` or `withdrawn`. Renderers turn it into words."""
+    if ask.status == OPEN:
+        return OPEN
+    if ask.kind == APPROVAL and ask.outcome in (APPROVED, APPROVAL_REFUSED, APPROVAL_TIMED_OUT):
+        return ask.outcome
+    if ask.status == ANSWERED:
+        if ask.sensitive or ask.erased or ask.answer_value is None:
+            return ANSWERED_PRIVATELY
+        return ANSWERED
+    return ask.status

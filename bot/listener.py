@@ -1,59 +1,19 @@
-"""Agents parked on `wait`: woken by the change itself, never by polling the store.
-
-In one process, a future per waiter keyed by ask id. Across processes on PostgreSQL, every
-change is also sent with NOTIFY on one channel, and each process LISTENs and wakes its own.
-"""
+"""LISTEN on the store's channel (PostgreSQL) and wake this process's parked agents."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from bot.core.waiters import Waiters
 from store.db import NOTIFY_CHANNEL
 
-if TYPE_CHECKING:
-    from store.models import AskRow
-
 log = logging.getLogger("aye.waiters")
-
-
-class Waiters:
-    def __init__(self) -> None:
-        self._futures: dict[str, set[asyncio.Future[AskRow | None]]] = {}
-
-    @contextlib.contextmanager
-    def watch(self, ask_id: str) -> Iterator[asyncio.Future[AskRow | None]]:
-        """A future resolved when the ask changes: with its new row when the change was made
-        here, None when another process made it (re-read then)."""
-        future: asyncio.Future[AskRow | None] = asyncio.get_running_loop().create_future()
-        self._futures.setdefault(ask_id, set()).add(future)
-        try:
-            yield future
-        finally:
-            waiting = self._futures.get(ask_id)
-            if waiting is not None:
-                waiting.discard(future)
-                if not waiting:
-                    del self._futures[ask_id]
-
-    def wake(self, ask_id: str, row: AskRow | None = None) -> None:
-        for future in self._futures.get(ask_id, ()):
-            if not future.done():
-                future.set_result(row)
-
-    def wake_all(self) -> None:
-        """Every waiter re-reads its ask (after a lost notification connection)."""
-        for ask_id in list(self._futures):
-            self.wake(ask_id)
-
-    def __len__(self) -> int:
-        return sum(len(s) for s in self._futures.values())
 
 
 class PgListener:

@@ -1,0 +1,136 @@
+"""Where an answer is decided: who may answer, is the ask open or late, does the answer fit,
+and which ask an answer given on a work (an issue, a thread) means. Pure: no store here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.core import rules
+from bot.core.responders import Responder, admitted
+from store.models import AskRow
+
+# An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
+LATE_WINDOW_S = 10.0
+NOT_A_RESPONDER, INVALID_ANSWER, SENSITIVE = "not_a_responder", "invalid_answer", "sensitive"
+NO_OPEN_ASK, AMBIGUOUS = "no_open_ask", "ambiguous"
+REFUSED, LATE = "refused", "late"
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The answer fits: what to store."""
+
+    value: str
+    option: int | None
+    outcome: str | None  # approved / approval_refused for an approval
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Not taken: the reason (a key of rules.REASONS) and the history event (`refused`, `late`)."""
+
+    reason: str
+    event: str = REFUSED
+
+
+Verdict = Taken | Refused
+
+
+def allowed(ask: AskRow) -> list[Responder]:
+    """Who may answer now: the ask's responders, and the escalation's once it escalated."""
+    names = list(ask.responders)
+    if ask.escalated_at is not None and ask.escalate_responders:
+        names += ask.escalate_responders
+    return [Responder.parse(n) for n in names]
+
+
+def racing(ask: AskRow, now: float) -> bool:
+    """An answer arriving just after the winner raced it (a late answer); one that comes
+    later is a plain refusal of a closed ask."""
+    return (
+        ask.status == rules.ANSWERED
+        and ask.closed_at is not None
+        and now - ask.closed_at <= LATE_WINDOW_S
+    )
+
+
+def judge(ask: AskRow, person: Responder, text: str, now: float, public: bool = False) -> Verdict:
+    """Take `text` from `person` as the answer to `ask` as it was read, or say why not.
+
+    `public` is true where the answer is visible to anyone (a GitHub comment): a sensitive ask
+    refuses it. The store still decides the race: a Taken verdict wins only if the ask is
+    still open when it is written.
+    """
+    if not admitted(person, allowed(ask)):
+        return Refused(NOT_A_RESPONDER)
+    if ask.status != rules.OPEN:
+        return Refused(rules.closed_reason(ask.status), LATE if racing(ask, now) else REFUSED)
+    if ask.sensitive and public:
+        return Refused(SENSITIVE)
+    try:
+        answer = rules.match_answer(ask.options, text)
+    except rules.InvalidAnswer:
+        return Refused(INVALID_ANSWER)
+    outcome = None
+    if ask.kind == rules.APPROVAL:
+        outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
+    return Taken(answer.value, answer.option, outcome)
+
+
+# -- which ask an answer on a work means ---------------------------------------------------------
+
+
+class Reply(Protocol):
+    """An answer written on a work: its whole text, and the reading where it starts with a ref
+    (`q7 yes`), kept both ways until the store says whether the ref names an ask."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def ref(self) -> str | None: ...
+    @property
+    def ref_answer(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    ask: AskRow
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ambiguous:
+    open_asks: list[AskRow]
+
+
+@dataclass(frozen=True, slots=True)
+class Nothing:
+    """No open ask on the work, and no ref naming one of its asks."""
+
+
+Choice = Target | Ambiguous | Nothing
+
+
+def choose(
+    reply: Reply, open_asks: list[AskRow], named: AskRow | None, elsewhere: bool = False
+) -> Choice:
+    """Which ask a reply answers.
+
+    `named` is the ask the reply's ref names, when that ask belongs to this work (open or
+    not): it wins, so `q7 yes` reaches q7 alone, and an answer to a closed q7 is refused as
+    closed instead of landing on another open ask. `elsewhere`: the ref names an ask of another
+    work; refused rather than taken as this one's free text, since a wrong answer taken cannot
+    be undone and a refused one can be written again. Otherwise one open ask takes the whole
+    text (a free-text answer may well start with a word that only looks like a ref).
+    """
+    if reply.ref_answer is not None:
+        if named is not None:
+            return Target(named, reply.ref_answer)
+        if elsewhere:
+            return Nothing()
+    if len(open_asks) == 1:
+        return Target(open_asks[0], reply.text)
+    if open_asks:
+        return Ambiguous(open_asks)
+    return Nothing()

@@ -1,0 +1,330 @@
+"""Asks: create, read, wait, answer, withdraw. What is decided is decided in
+bot.core.answering; here it is written, with one conditional write per decision (its row
+count says who won), never a Python lock, so it holds across processes.
+
+The core knows no surface: it writes outbox rows in the same transaction as each change, for
+each surface that wants it (bot.core.surface), and wakes parked agents after the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from bot.core import answering, rules
+from bot.core.clock import Clock
+from bot.core.config import Defaults
+from bot.core.logs import emit
+from bot.core.responders import OPERATOR, Responder
+from bot.core.surface import CLOSE, POST, Surface
+from bot.core.types import AgentInfo, AnswerResult, FollowUp, KeyReused, NewAsk, NoReachableResponder
+from bot.core.waiters import Waiters
+from store import asks as q
+from store import outbox
+from store.db import Conn, Store
+from store.models import AskRow
+
+log = logging.getLogger("aye.asks")
+
+
+class Asks:
+    def __init__(
+        self, store: Store, defaults: Defaults, clock: Clock | None = None,
+        waiters: Waiters | None = None,
+    ) -> None:
+        self.store = store
+        self.defaults = defaults
+        self.clock = clock or Clock()
+        self.waiters = waiters or Waiters()
+        self.surfaces: dict[str, Surface] = {}
+        # Set when something new may be due sooner than the loops think.
+        self.clock_poke = asyncio.Event()
+        self.outbox_poke = asyncio.Event()
+        # When the clock loop next wakes by itself: a new deadline before it pokes the loop.
+        self.clock_wakes_at = 0.0
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- surfaces ------------------------------------------------------------------------
+
+    def add_surface(self, surface: Surface) -> None:
+        self.surfaces[surface.name] = surface
+
+    def reachable(self, responders: Sequence[Responder], work: dict[str, Any] | None) -> bool:
+        for responder in responders:
+            if responder.kind == OPERATOR.kind:
+                return True
+            if any(s.reaches(responder, work) for s in self.surfaces.values()):
+                return True
+        return False
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def find(self, ident: str, agent: str | None = None) -> AskRow | None:
+        """An ask by id or ref; with `agent`, only that agent's."""
+        parsed = rules.parse_ref(ident) if len(ident) <= 8 else None
+        async with self.store.read() as conn:
+            if parsed is not None:
+                return await q.by_ref(conn, parsed[0], parsed[1], agent)
+            if len(ident) == 32:
+                return await q.by_id(conn, ident, agent)
+        return None
+
+    async def by_seq(self, seq: int) -> AskRow | None:
+        async with self.store.read() as conn:
+            return await q.by_seq(conn, seq)
+
+    async def list_asks(
+        self, agent: str | None, status: str | None, limit: int, cursor: int | None
+    ) -> tuple[list[AskRow], int | None]:
+        """A page, newest first, and the cursor of the next page (None on the last)."""
+        async with self.store.read() as conn:
+            rows = await q.page(conn, agent, status, limit + 1, cursor)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, (rows[-1].seq if more and rows else None)
+
+    async def open_on_work(self, key: str) -> list[AskRow]:
+        async with self.store.read() as conn:
+            return await q.open_on_work(conn, key)
+
+    async def latest_on_work(self, key: str) -> AskRow | None:
+        async with self.store.read() as conn:
+            return await q.latest_on_work(conn, key)
+
+    async def history(self, seq: int) -> list[dict[str, Any]]:
+        async with self.store.read() as conn:
+            return await q.history(conn, seq)
+
+    async def histories(self, seqs: list[int]) -> dict[int, list[dict[str, Any]]]:
+        async with self.store.read() as conn:
+            return await q.histories(conn, seqs)
+
+    async def wait(self, ask: AskRow, timeout: float) -> AskRow:
+        """Return as soon as the ask is no longer open, or after `timeout` with it open."""
+        if ask.status != rules.OPEN or timeout <= 0:
+            return ask
+        with self.waiters.watch(ask.id) as woken:
+            # Read again under watch: an answer between the caller's read and now is not missed.
+            current = await self.by_seq(ask.seq or 0) or ask
+            if current.status == rules.OPEN:
+                handed: AskRow | None = None
+                with contextlib.suppress(TimeoutError):
+                    handed = await asyncio.wait_for(woken, timeout)
+                # A change in this process hands the closed row over; one in another process
+                # (NOTIFY) or a timeout needs a read.
+                current = handed or await self.by_seq(ask.seq or 0) or current
+        return current
+
+    async def mark_read(self, ask: AskRow) -> None:
+        """The agent has seen its closed ask: record it once, and erase a sensitive answer."""
+        erase = _erasable(ask)
+        if ask.status == rules.OPEN or (ask.read_at is not None and not erase):
+            return
+        now = self.clock.now()
+        values: dict[str, Any] = {"read_at": now}
+        if erase:
+            values.update(answer_value=None, answer_option=None, answer_note=None, erased=True)
+        async with self.store.write() as conn:
+            if await q.mark_read(conn, ask.seq, values):
+                await q.add_history(conn, ask.seq, now, "read", {"erased": True} if erase else {})
+        if erase:
+            await self.store.checkpoint()
+            emit(log, "ask.erased", id=ask.id, ref=rules.ref(ask))
+
+    def read_later(self, ask: AskRow) -> None:
+        """Record the agent's read after its response: off the wake path. A sensitive answer is
+        erased before the response instead (mark_read), so a crash cannot leave it behind."""
+        if ask.status == rules.OPEN or ask.read_at is not None:
+            return
+        task = asyncio.create_task(self._read_quietly(ask))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _read_quietly(self, ask: AskRow) -> None:
+        try:
+            await self.mark_read(ask)
+        except Exception:  # a missed 'read' entry must not surface as an error anywhere
+            log.warning("could not record a read ask=%s", ask.id)
+
+    # -- creating ------------------------------------------------------------------------
+
+    async def create_question(self, agent: AgentInfo, new: NewAsk) -> tuple[AskRow, bool]:
+        """The ask and True when created, or the earlier one and False for a repeated key."""
+        responders = agent.responders or self.defaults.responders
+        body_hash = rules.digest(new.body)
+        if new.key is not None:
+            earlier = await self._by_key(agent.name, new.key, body_hash)
+            if earlier is not None:
+                return earlier, False
+        if not self.reachable(responders, new.work):
+            raise NoReachableResponder
+        now = self.clock.now()
+        deadline = new.deadline or now + (new.timeout_s or self.defaults.question_timeout)
+        values = new_ask_values(agent.name, rules.QUESTION, new.work, responders, now, deadline)
+        values.update(
+            question=new.question, options=new.options, context=new.context,
+            idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive,
+        )
+        try:
+            ask = await self.insert(values, {"agent": agent.name})
+        except IntegrityError:
+            # Another request with the same key won the insert: answer as it would have.
+            earlier = await self._by_key(agent.name, new.key or "", body_hash)
+            if earlier is None:
+                raise
+            return earlier, False
+        return ask, True
+
+    async def _by_key(self, agent: str, key: str, body_hash: str) -> AskRow | None:
+        async with self.store.read() as conn:
+            ask = await q.by_key(conn, agent, key)
+        if ask is not None and ask.body_hash != body_hash:
+            raise KeyReused
+        return ask
+
+    async def insert(self, values: dict[str, Any], detail: dict[str, Any]) -> AskRow:
+        """A new ask, its `created` entry and its posts, in one transaction."""
+        async with self.store.write() as conn:
+            ask = await q.insert(conn, values)
+            await q.add_history(conn, ask.seq, values["created_at"], "created", detail)
+            await self.to_outbox(conn, ask, POST)
+        # After the commit: a loop poked before it could look, find nothing, and sleep on.
+        if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
+            self.clock_poke.set()
+        self.poke_outbox()
+        emit(log, "ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
+        return ask
+
+    # -- answering -----------------------------------------------------------------------
+
+    async def answer(
+        self, ask: AskRow, person: Responder, text: str, note: str | None = None,
+        surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
+    ) -> AnswerResult:
+        """Take `text` from `person` as the answer, or refuse it and record why (see
+        bot.core.answering.judge); the store decides a race between two answers."""
+        now = self.clock.now()
+        verdict = answering.judge(ask, person, text, now, public)
+        if isinstance(verdict, answering.Refused):
+            return await self.refuse(ask, person, verdict.reason, surface, verdict.event, follow_up)
+        values = {
+            "status": rules.ANSWERED, "answer_value": verdict.value,
+            "answer_option": verdict.option,
+            "answer_note": note.strip() if note and note.strip() else None,
+            "answered_by": str(person), "answer_surface": surface, "outcome": verdict.outcome,
+            "closed_at": now, "due_at": None,
+        }
+        by = {"by": str(person), "surface": surface}
+        async with self.store.write() as conn:
+            won = await q.close_if_open(conn, ask.seq, values)
+            if won:
+                outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
+                await q.add_history(conn, ask.seq, now, "answered", {**by, **outcome})
+                await self.closed(conn, ask)
+            else:
+                # Another answer committed between our read and this write: it won.
+                late = {"by": str(person), "why": "answered", "surface": surface}
+                await q.add_history(conn, ask.seq, now, "late", late)
+            await self._follow_up(conn, ask, follow_up, won, None if won else "answered")
+        if not won:
+            if follow_up is not None:
+                self.outbox_poke.set()
+            emit(log, "ask.late", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface)
+            return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
+        closed = ask.model_copy(update=values)
+        self.after_close(ask, closed)
+        emit(log, "ask.answered", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface,
+             outcome=verdict.outcome)
+        return AnswerResult(True, None, closed)
+
+    async def refuse(
+        self, ask: AskRow, person: Responder, reason: str, surface: str,
+        event: str = answering.REFUSED, follow_up: FollowUp | None = None,
+    ) -> AnswerResult:
+        """Record an answer not taken, and why; surfaces call it for what they refuse before
+        the rules can (ambiguous, malformed)."""
+        now = self.clock.now()
+        async with self.store.write() as conn:
+            detail = {"by": str(person), "why": reason, "surface": surface}
+            await q.add_history(conn, ask.seq, now, event, detail)
+            await self._follow_up(conn, ask, follow_up, False, reason)
+        if follow_up is not None:
+            self.outbox_poke.set()
+        emit(log, f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=reason,
+             surface=surface)
+        return AnswerResult(False, reason, ask)
+
+    async def _follow_up(
+        self, conn: Conn, ask: AskRow, follow_up: FollowUp | None, taken: bool, reason: str | None
+    ) -> None:
+        if follow_up is None:
+            return
+        now = self.clock.now()
+        payload = {**follow_up.payload, "taken": taken, "reason": reason}
+        await outbox.add(conn, [{
+            "ask_seq": ask.seq, "surface": follow_up.surface, "action": follow_up.action,
+            "payload": payload, "created_at": now, "due_at": now,
+        }])
+
+    async def withdraw(self, ask: AskRow, by: str) -> AskRow | None:
+        """Withdraw an open ask; None when it was no longer open."""
+        now = self.clock.now()
+        values = {"status": rules.WITHDRAWN, "closed_at": now, "due_at": None}
+        async with self.store.write() as conn:
+            won = await q.close_if_open(conn, ask.seq, values)
+            if won:
+                await q.add_history(conn, ask.seq, now, "withdrawn", {"by": by})
+                await self.closed(conn, ask)
+        if not won:
+            return None
+        self.after_close(ask)
+        emit(log, "ask.withdrawn", id=ask.id, ref=rules.ref(ask), by=by)
+        return await self.by_seq(ask.seq or 0)
+
+    # -- what every change does ----------------------------------------------------------
+
+    async def closed(self, conn: Conn, ask: AskRow) -> None:
+        """In the closing transaction: the surfaces' updates, and other processes' wake-up."""
+        await self.to_outbox(conn, ask, CLOSE)
+        if self.store.is_postgres:
+            await q.notify(conn, ask.id)
+
+    def after_close(self, ask: AskRow, closed: AskRow | None = None) -> None:
+        self.waiters.wake(ask.id, closed)
+        self.poke_outbox()
+
+    def poke_outbox(self) -> None:
+        """After a commit that may have written outbox rows (only surfaces make any)."""
+        if self.surfaces:
+            self.outbox_poke.set()
+
+    async def to_outbox(self, conn: Conn, ask: AskRow, action: str) -> None:
+        now = self.clock.now()
+        await outbox.add(conn, [
+            {"ask_seq": ask.seq, "surface": name, "action": action, "payload": None,
+             "created_at": now, "due_at": now}
+            for name, surface in self.surfaces.items()
+            if surface.wants(ask, action)
+        ])
+
+
+def new_ask_values(
+    agent: str, kind: str, work: dict[str, Any] | None, responders: Sequence[Responder],
+    now: float, deadline: float,
+) -> dict[str, Any]:
+    """The columns every new ask has."""
+    return {
+        "id": uuid.uuid4().hex, "agent": agent, "kind": kind, "status": rules.OPEN,
+        "work": work, "work_key": rules.work_key(work), "responders": [str(r) for r in responders],
+        "deadline": deadline, "due_at": deadline, "created_at": now,
+    }
+
+
+def _erasable(ask: AskRow) -> bool:
+    return bool(ask.sensitive and ask.status == rules.ANSWERED and not ask.erased)

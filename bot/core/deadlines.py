@@ -1,0 +1,63 @@
+"""Deadlines and escalations: fired when due, each once however many processes run, late
+rather than never after a restart (due times live in the store, indexed)."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.core import rules
+from bot.core.asks import Asks
+from bot.core.logs import emit
+from bot.core.surface import ESCALATE
+from store import asks as q
+from store.models import AskRow
+
+log = logging.getLogger("aye.asks")
+
+DUE_BATCH = 200
+
+
+async def next_due(asks: Asks) -> float | None:
+    async with asks.store.read() as conn:
+        return await q.next_due(conn)
+
+
+async def fire_due(asks: Asks) -> int:
+    """Escalate or expire every open ask whose time has come; each fires once."""
+    now = asks.clock.now()
+    async with asks.store.read() as conn:
+        due = await q.due(conn, now, DUE_BATCH)
+    fired = 0
+    for ask in due:
+        if ask.escalate_at is not None and ask.escalated_at is None and ask.deadline > now:
+            fired += await _escalate(asks, ask, now)
+        elif ask.deadline <= now:
+            fired += await _expire(asks, ask, now)
+    return fired
+
+
+async def _escalate(asks: Asks, ask: AskRow, now: float) -> int:
+    async with asks.store.write() as conn:
+        won = await q.escalate_if_open(conn, ask.seq, now, due_at=ask.deadline)
+        if won:
+            detail = {"to": ask.escalate_responders, "until": ask.deadline}
+            await q.add_history(conn, ask.seq, now, "escalated", detail)
+            await asks.to_outbox(conn, ask, ESCALATE)
+    if won:
+        asks.poke_outbox()
+        emit(log, "ask.escalated", id=ask.id, ref=rules.ref(ask))
+    return int(won)
+
+
+async def _expire(asks: Asks, ask: AskRow, now: float) -> int:
+    outcome = rules.APPROVAL_TIMED_OUT if ask.kind == rules.APPROVAL else None
+    values = {"status": rules.EXPIRED, "closed_at": now, "due_at": None, "outcome": outcome}
+    async with asks.store.write() as conn:
+        won = await q.close_if_open(conn, ask.seq, values)
+        if won:
+            await q.add_history(conn, ask.seq, now, "expired", {})
+            await asks.closed(conn, ask)
+    if won:
+        asks.after_close(ask)
+        emit(log, "ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)
+    return int(won)

@@ -1,0 +1,97 @@
+"""Approval gates: which gate an operation meets, and the `/v1/calls` decision. An approval
+lets that exact call (agent, operation, input, work) through once, decided by the database."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from bot.core import rules
+from bot.core.asks import Asks, new_ask_values
+from bot.core.config import Gate, gate_for
+from bot.core.logs import emit
+from bot.core.types import AgentInfo, CallDecision
+from store import asks as q
+from store.models import AskRow
+
+log = logging.getLogger("aye.asks")
+
+ALLOW, PENDING, REFUSE = "allow", "pending", "refuse"
+
+
+class Gates:
+    def __init__(self, asks: Asks, gates: list[Gate]) -> None:
+        self.asks = asks
+        self.gates = gates
+
+    async def call(
+        self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None
+    ) -> CallDecision:
+        gate = gate_for(self.gates, operation)
+        if gate is None:
+            return CallDecision(ALLOW)
+        call_hash = rules.digest(
+            {"agent": agent.name, "operation": operation, "input": input_, "work": work}
+        )
+        audit: dict[str, Any] = {"agent": agent.name, "operation": operation, "input_hash": call_hash[:16]}
+        responders = gate.responders or self.asks.defaults.responders
+        wider = gate.escalate.responders if gate.escalate else []
+        if not self.asks.reachable([*responders, *wider], work):
+            emit(log, "call.unavailable", **audit)
+            return CallDecision(REFUSE)
+        now = self.asks.clock.now()
+        used = await self._use_approval(call_hash, now - gate.timeout, now)
+        if used is not None:
+            emit(log, "call.allowed", approval=used.id, **audit)
+            return CallDecision(ALLOW, used, used.id)
+        pending = await self._open_call(call_hash)
+        if pending is not None:
+            return CallDecision(PENDING, pending)
+        values = approval_values(agent.name, operation, input_, work, gate, now)
+        values.update(call_hash=call_hash, responders=[str(r) for r in responders])
+        try:
+            ask = await self.asks.insert(values, audit)
+        except IntegrityError:
+            # An identical call created the pending approval first: share it.
+            pending = await self._open_call(call_hash)
+            if pending is None:
+                raise
+            return CallDecision(PENDING, pending)
+        emit(log, "call.pending", ask=ask.id, **audit)
+        return CallDecision(PENDING, ask)
+
+    async def _use_approval(self, call_hash: str, since: float, now: float) -> AskRow | None:
+        async with self.asks.store.read() as conn:
+            ask = await q.unused_approval(conn, call_hash, since)
+        if ask is None:
+            return None
+        async with self.asks.store.write() as conn:
+            won = await q.use_approval(conn, ask.seq, now)
+            if won:
+                await q.add_history(conn, ask.seq, now, "used", {"agent": ask.agent})
+        return ask if won else None
+
+    async def _open_call(self, call_hash: str) -> AskRow | None:
+        async with self.asks.store.read() as conn:
+            return await q.open_call(conn, call_hash)
+
+
+def approval_values(
+    agent: str, operation: str, input_: Any, work: dict[str, Any] | None, gate: Gate, now: float
+) -> dict[str, Any]:
+    """The approval ask: facts only (the operation and its input); each surface words it."""
+    total = gate.timeout + (gate.escalate.timeout if gate.escalate else 0.0)
+    values = new_ask_values(agent, rules.APPROVAL, work, [], now, now + total)
+    values.update(
+        question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
+        operation=operation, call_input=input_,
+    )
+    if gate.escalate:
+        values.update(
+            escalate_responders=[str(r) for r in gate.escalate.responders],
+            escalate_at=now + gate.timeout,
+            due_at=now + gate.timeout,
+        )
+    return values

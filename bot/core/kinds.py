@@ -1,0 +1,59 @@
+"""The kinds of responder a surface brings (`slack:U…`, `github:login`), registered by the surfaces.
+
+The core names no surface: each surface registers its kind, the id pattern of its people, its
+work variant (where a conversation happens there) and its config section, and the core looks
+them up here. `operator` is the core's own kind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+OPERATOR_KIND = "operator"
+OPERATOR_ID = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceKind:
+    """What the core needs to know of a surface, without knowing the surface."""
+
+    name: str
+    id_pattern: re.Pattern[str]
+    # GitHub logins are case-insensitive; Slack member ids are not.
+    ids_fold_case: bool = False
+    # The `work` variant, e.g. {"github": {"repo": …, "number": …}}: its body's model, and the
+    # part of the conversation key after "<name>:" (one index probe finds a work's open asks).
+    work_model: type[BaseModel] | None = None
+    work_key: Callable[[Mapping[str, Any]], str] | None = None
+    # The surface's section of the config file (`[slack]`), if it has one.
+    config_model: type[BaseModel] | None = None
+
+
+_KINDS: dict[str, SurfaceKind] = {
+    OPERATOR_KIND: SurfaceKind(OPERATOR_KIND, re.compile(rf"^{OPERATOR_ID}$")),
+}
+
+
+def register(kind: SurfaceKind) -> None:
+    """Make a surface's kind known; registering the same name again replaces it."""
+    if kind.name == OPERATOR_KIND:
+        raise ValueError("the operator kind is the core's own")
+    _KINDS[kind.name] = kind
+
+
+def known(name: str) -> SurfaceKind | None:
+    return _KINDS.get(name)
+
+
+def names() -> list[str]:
+    return list(_KINDS)
+
+
+def with_work() -> list[SurfaceKind]:
+    """The kinds that have a work variant, in registration order."""
+    return [k for k in _KINDS.values() if k.work_model is not None]

@@ -1,0 +1,86 @@
+"""The one seam between the core and the places people answer (Slack, GitHub, …).
+
+The core never calls a surface's service. When something a surface must show happens (an ask
+was created, closed or escalated), the core writes an outbox row for each surface that wants
+it, in the same transaction as the change; the delivery loop later hands the row to
+`Surface.deliver`. Surfaces answer asks through the core (bot.core.asks.Asks.answer).
+
+A surface plugs in with a SurfacePlugin: its kind (bot.core.kinds), how it reads its settings
+from the environment, its start-up line, and how it is built. The process lists its plug-ins
+in one place (bot/surfaces.py); the core names none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+from bot.core.kinds import SurfaceKind
+from bot.core.responders import Responder
+from store.models import AskRow
+
+if TYPE_CHECKING:
+    from bot.core.asks import Asks
+
+# What a surface may be asked to show.
+POST = "post"  # a new ask: show it where its people are
+CLOSE = "close"  # answered, expired or withdrawn: show how, and take the buttons away
+ESCALATE = "escalate"  # nobody answered in time: show it again to the wider responders
+
+
+class RetryLater(Exception):
+    """Raised by `deliver` when the far side asked to wait (a 429's Retry-After)."""
+
+    def __init__(self, after: float, why: str = "rate limited") -> None:
+        super().__init__(why)
+        self.after = after
+
+
+class SurfaceConfigError(Exception):
+    """A surface is half-configured; the message names what is missing (one line, exit 2)."""
+
+
+class Surface(Protocol):
+    name: str
+
+    def reaches(self, responder: Responder, work: dict[str, Any] | None) -> bool:
+        """Can this person (or anyone of this kind) be asked on this surface, for this work?"""
+
+    def wants(self, ask: AskRow, action: str) -> bool:
+        """Should an outbox row for `action` be written for this ask?"""
+
+    async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
+        """Show it. Raise to be retried with backoff (RetryLater to wait a given time)."""
+
+    def health(self) -> dict[str, Any]:
+        """What /healthz says of this surface; `{"on": True, ...}`."""
+
+    def routes(self) -> Sequence[Any]:
+        """HTTP routes (aiohttp RouteDefs) this surface serves, such as GitHub's webhook."""
+
+    async def start(self, session: Any) -> None:
+        """Open what the surface holds (a Socket Mode connection…) with the process's shared
+        aiohttp session."""
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SurfacePlugin:
+    """Everything the process needs to run a surface, from the surface itself."""
+
+    kind: SurfaceKind
+    # Its settings from the environment: None when it is off (its secrets are unset); raises
+    # SurfaceConfigError when it is half-configured.
+    read_settings: Callable[[Mapping[str, str]], Any | None]
+    # The start-up line, given what read_settings returned (None: off).
+    describe: Callable[[Any | None], str]
+    # Builds the running surface from its settings and its config section.
+    build: Callable[[Any, BaseModel | None, Asks], Surface]
+
+    @property
+    def name(self) -> str:
+        return self.kind.name

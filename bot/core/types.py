@@ -1,0 +1,63 @@
+"""What the core takes and returns, so the API and the surfaces need no more of the core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.core.responders import Responder
+from store.models import AskRow
+
+
+class NoReachableResponder(Exception):
+    """None of the ask's responders can be reached on a running surface."""
+
+
+class KeyReused(Exception):
+    """The idempotency key was used before with a different body."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    name: str
+    responders: list[Responder] | None = None
+
+
+@dataclass(slots=True)
+class NewAsk:
+    question: str
+    options: list[str] | None = None
+    context: str | None = None
+    deadline: float | None = None
+    timeout_s: float | None = None
+    work: dict[str, Any] | None = None
+    key: str | None = None
+    sensitive: bool = False
+    body: dict[str, Any] = field(default_factory=dict)  # the request as sent, for `key` checks
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """Surface work an answer earns whatever its outcome (a reaction on the comment that gave
+    it), written to the outbox in the answer's own transaction so a crash cannot split them.
+    The outbox row's payload gets `taken` and `reason` added."""
+
+    surface: str
+    action: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerResult:
+    """An answer taken, or refused with a reason (a key of rules.REASONS); `ask` as it stands."""
+
+    taken: bool
+    reason: str | None
+    ask: AskRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallDecision:
+    decision: str  # allow | pending | refuse
+    ask: AskRow | None = None
+    approval: str | None = None

@@ -1,0 +1,83 @@
+"""How the Slack surface plugs in: its people, its work (a thread), its settings and config."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from bot.core.asks import Asks
+from bot.core.kinds import SurfaceKind
+from bot.core.surface import Surface, SurfaceConfigError, SurfacePlugin
+from handlers.env import get
+
+SURFACE = "slack"
+DEFAULT_API = "https://slack.com/api/"
+# Slack member IDs: U… for users, W… for Enterprise Grid users.
+MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+class SlackWork(BaseModel):
+    """`work: {"slack": {...}}`: the thread an agent works in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: Annotated[StrictStr, Field(pattern=r"^[CGD][A-Z0-9]{2,30}$")]
+    thread_ts: Annotated[StrictStr, Field(pattern=r"^\d{1,12}\.\d{1,8}$")]
+
+
+class SlackSection(BaseModel):
+    """The config file's `[slack]`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    default_channel: str | None = Field(default=None, pattern=r"^[CGD][A-Z0-9]+$")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class SlackSettings:
+    bot_token: str
+    app_token: str
+    api_url: str = DEFAULT_API
+
+    def __repr__(self) -> str:
+        return f"SlackSettings(api_url={self.api_url!r})"  # never the tokens
+
+
+def thread_key(work: Mapping[str, Any]) -> str:
+    return f"{work['channel']}:{work['thread_ts']}"
+
+
+def read_settings(env: Mapping[str, str]) -> SlackSettings | None:
+    bot, app = get(env, "SLACK_BOT_TOKEN"), get(env, "SLACK_APP_TOKEN")
+    if bot is None and app is None:
+        return None
+    if bot is None or app is None:
+        raise SurfaceConfigError("Slack needs both SLACK_BOT_TOKEN and SLACK_APP_TOKEN; only one is set")
+    api = get(env, "SLACK_API_URL") or DEFAULT_API
+    if not api.endswith("/"):
+        # slack-sdk joins method names with urljoin: without the slash they lose /api.
+        api += "/"
+    return SlackSettings(bot, app, api)
+
+
+def describe(settings: SlackSettings | None) -> str:
+    if settings is None:
+        return "slack: off (set SLACK_BOT_TOKEN and SLACK_APP_TOKEN to turn it on)"
+    return f"slack: on (Socket Mode, Web API {settings.api_url})"
+
+
+def build(settings: SlackSettings, section: BaseModel | None, asks: Asks) -> Surface:
+    from handlers.slack.surface import SlackSurface  # slack-bolt is loaded only when Slack is on
+
+    assert isinstance(section, SlackSection)
+    return SlackSurface(settings, section, asks)
+
+
+KIND = SurfaceKind(
+    SURFACE, MEMBER_ID, work_model=SlackWork, work_key=thread_key, config_model=SlackSection
+)
+PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)

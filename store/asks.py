@@ -1,0 +1,194 @@
+"""Every query on asks and their history. Callers pass the transaction and the time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+
+from store.db import NOTIFY_CHANNEL, Conn
+from store.models import AskRow, HistoryRow
+
+ASKS = AskRow.__table__  # type: ignore[attr-defined]
+HISTORY = HistoryRow.__table__  # type: ignore[attr-defined]
+A = ASKS.c
+OPEN = "open"
+# Built once: a statement built per call is compiled and cache-keyed per call.
+ASK_INSERT = ASKS.insert()
+HISTORY_INSERT = HISTORY.insert()
+NOTIFY = text("SELECT pg_notify(:c, :id)")
+# What a row built from inserted values lacks until the store fills it in.
+DEFAULTS: dict[str, Any] = {
+    "options": None, "context": None, "work": None, "work_key": None,
+    "escalate_responders": None, "escalate_at": None, "escalated_at": None,
+    "closed_at": None, "idem_key": None, "body_hash": None, "sensitive": False,
+    "answer_value": None, "answer_option": None, "answer_note": None, "answered_by": None,
+    "answer_surface": None, "outcome": None, "read_at": None, "erased": False,
+    "operation": None, "call_input": None, "call_hash": None, "approval_used_at": None,
+}
+
+
+def _row(mapping: Any) -> AskRow:
+    return AskRow.model_construct(**dict(mapping))
+
+
+async def _one(conn: Conn, query: Any) -> AskRow | None:
+    found = (await conn.execute(query)).first()
+    return _row(found._mapping) if found else None
+
+
+async def _all(conn: Conn, query: Any) -> list[AskRow]:
+    return [_row(r._mapping) for r in (await conn.execute(query)).all()]
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+async def by_seq(conn: Conn, seq: int) -> AskRow | None:
+    return await _one(conn, select(ASKS).where(A.seq == seq))
+
+
+async def by_ref(conn: Conn, kind: str, seq: int, agent: str | None = None) -> AskRow | None:
+    query = select(ASKS).where(A.seq == seq, A.kind == kind)
+    if agent is not None:
+        query = query.where(A.agent == agent)
+    return await _one(conn, query)
+
+
+async def by_id(conn: Conn, ask_id: str, agent: str | None = None) -> AskRow | None:
+    query = select(ASKS).where(A.id == ask_id)
+    if agent is not None:
+        query = query.where(A.agent == agent)
+    return await _one(conn, query)
+
+
+async def by_key(conn: Conn, agent: str, key: str) -> AskRow | None:
+    return await _one(conn, select(ASKS).where(A.agent == agent, A.idem_key == key))
+
+
+async def page(
+    conn: Conn, agent: str | None, status: str | None, limit: int, before: int | None
+) -> list[AskRow]:
+    """Newest first, at most `limit`, below the seq `before` when given."""
+    query = select(ASKS)
+    if agent is not None:
+        query = query.where(A.agent == agent)
+    if status is not None:
+        query = query.where(A.status == status)
+    if before is not None:
+        query = query.where(A.seq < before)
+    return await _all(conn, query.order_by(A.seq.desc()).limit(limit))
+
+
+async def open_on_work(conn: Conn, key: str) -> list[AskRow]:
+    return await _all(conn, select(ASKS).where(A.work_key == key, A.status == OPEN).order_by(A.seq))
+
+
+async def latest_on_work(conn: Conn, key: str) -> AskRow | None:
+    """The newest ask of a conversation, open or not."""
+    return await _one(conn, select(ASKS).where(A.work_key == key).order_by(A.seq.desc()).limit(1))
+
+
+async def history(conn: Conn, seq: int) -> list[dict[str, Any]]:
+    found = await conn.execute(select(HISTORY).where(HISTORY.c.ask_seq == seq).order_by(HISTORY.c.id))
+    return [{"at": r.at, "event": r.event, **r.detail} for r in found.all()]
+
+
+async def histories(conn: Conn, seqs: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The histories of several asks in one query (a page of the operator's list)."""
+    found: dict[int, list[dict[str, Any]]] = {seq: [] for seq in seqs}
+    if not seqs:
+        return found
+    rows = await conn.execute(
+        select(HISTORY).where(HISTORY.c.ask_seq.in_(seqs)).order_by(HISTORY.c.id)
+    )
+    for r in rows.all():
+        found[r.ask_seq].append({"at": r.at, "event": r.event, **r.detail})
+    return found
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
+    result = await conn.execute(ASK_INSERT, values)
+    key = result.inserted_primary_key
+    assert key is not None
+    return AskRow.model_construct(**{**DEFAULTS, **values, "seq": int(key[0])})
+
+
+async def add_history(
+    conn: Conn, seq: int | None, at: float, event: str, detail: dict[str, Any]
+) -> None:
+    await conn.execute(HISTORY_INSERT, {"ask_seq": seq, "at": at, "event": event, "detail": detail})
+
+
+async def close_if_open(conn: Conn, seq: int | None, values: dict[str, Any]) -> bool:
+    """The one conditional write that decides every answer, expiry and withdrawal: True for
+    the one writer that found the ask still open."""
+    won = await conn.execute(update(ASKS).where(A.seq == seq, A.status == OPEN).values(**values))
+    return bool(won.rowcount == 1)
+
+
+async def escalate_if_open(conn: Conn, seq: int | None, now: float, due_at: float) -> bool:
+    won = await conn.execute(
+        update(ASKS)
+        .where(A.seq == seq, A.status == OPEN, A.escalated_at.is_(None))
+        .values(escalated_at=now, due_at=due_at)
+    )
+    return bool(won.rowcount == 1)
+
+
+async def mark_read(conn: Conn, seq: int | None, values: dict[str, Any]) -> bool:
+    """Record the first read (with the erasure of a sensitive answer in `values`)."""
+    won = await conn.execute(update(ASKS).where(A.seq == seq, A.read_at.is_(None)).values(**values))
+    return bool(won.rowcount == 1)
+
+
+async def notify(conn: Conn, ask_id: str) -> None:
+    """PostgreSQL: delivered at commit to every process LISTENing, whose parked agents wake."""
+    await conn.execute(NOTIFY, {"c": NOTIFY_CHANNEL, "id": ask_id})
+
+
+# -- the clock ------------------------------------------------------------------------------
+
+
+async def due(conn: Conn, now: float, limit: int) -> list[AskRow]:
+    """Open asks whose deadline or escalation has come (only open asks have a due time)."""
+    return await _all(conn, select(ASKS).where(A.due_at <= now).order_by(A.due_at).limit(limit))
+
+
+async def next_due(conn: Conn) -> float | None:
+    found = await conn.scalar(select(func.min(A.due_at)))
+    return float(found) if found is not None else None
+
+
+# -- approvals --------------------------------------------------------------------------------
+
+
+async def unused_approval(conn: Conn, call_hash: str, since: float) -> AskRow | None:
+    """The newest approval of this exact call given since `since` and not yet used."""
+    return await _one(
+        conn,
+        select(ASKS)
+        .where(
+            A.call_hash == call_hash,
+            A.approval_used_at.is_(None),
+            A.outcome == "approved",
+            A.closed_at >= since,
+        )
+        .order_by(A.seq.desc())
+        .limit(1),
+    )
+
+
+async def use_approval(conn: Conn, seq: int | None, now: float) -> bool:
+    """Single use, decided by the database: True for the one call that used it."""
+    won = await conn.execute(
+        update(ASKS).where(A.seq == seq, A.approval_used_at.is_(None)).values(approval_used_at=now)
+    )
+    return bool(won.rowcount == 1)
+
+
+async def open_call(conn: Conn, call_hash: str) -> AskRow | None:
+    return await _one(conn, select(ASKS).where(A.call_hash == call_hash, A.status == OPEN))
