@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 import aiohttp
@@ -161,8 +160,3 @@ class _Gated:
 
         return run
 
-
-@asynccontextmanager
-async def connect(url: str, token: str) -> AsyncIterator[AyeClient]:
-    async with AyeClient(url, token) as client:
-        yield client

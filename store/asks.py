@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import IntegrityError
 
 from store.db import NOTIFY_CHANNEL, Conn
 from store.models import AskRow, HistoryRow
@@ -26,6 +27,10 @@ DEFAULTS: dict[str, Any] = {
     "answer_surface": None, "outcome": None, "read_at": None, "erased": False,
     "operation": None, "call_input": None, "call_hash": None, "approval_used_at": None,
 }
+
+
+class Duplicate(Exception):
+    """The insert met a unique index: the same agent's key, or an identical pending call."""
 
 
 def _row(mapping: Any) -> AskRow:
@@ -111,7 +116,11 @@ async def histories(conn: Conn, seqs: list[int]) -> dict[int, list[dict[str, Any
 
 
 async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
-    result = await conn.execute(ASK_INSERT, values)
+    """The new row; Duplicate when a unique index refuses it (the transaction is then done)."""
+    try:
+        result = await conn.execute(ASK_INSERT, values)
+    except IntegrityError as exc:
+        raise Duplicate from exc
     key = result.inserted_primary_key
     assert key is not None
     return AskRow.model_construct(**{**DEFAULTS, **values, "seq": int(key[0])})

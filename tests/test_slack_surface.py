@@ -86,9 +86,8 @@ def ok(call: SlackCall) -> bool:
 def poke_outbox(aye: Aye) -> None:
     """Wake the delivery loop on a ManualClock, where only a poke or a move ends its sleep.
 
-    Asks.insert pokes the outbox inside its transaction, before the commit: the loop can
-    wake, find nothing committed yet and sleep again. And a sleep computed just before the
-    clock moved waits for the next move. With the real clock, the loop looks again within a
+    A sleep computed just before the clock moved waits for the next move, and a poke that
+    came while the loop was busy with an earlier pass is spent by then. With the real clock, the loop looks again within a
     second (IDLE_LOOK); a ManualClock never ends that sleep by itself.
     """
     aye.asks.outbox_poke.set()

@@ -15,8 +15,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from bot.core import answering, rules
 from bot.core.clock import Clock
 from bot.core.config import Defaults
@@ -173,7 +171,7 @@ class Asks:
         )
         try:
             ask = await self.insert(values, {"agent": agent.name})
-        except IntegrityError:
+        except q.Duplicate:
             # Another request with the same key won the insert: answer as it would have.
             earlier = await self._by_key(agent.name, new.key or "", body_hash)
             if earlier is None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from bot.core import rules
 from bot.core.asks import Asks, new_ask_values
 from bot.core.config import Gate, gate_for
@@ -53,7 +51,7 @@ class Gates:
         values.update(call_hash=call_hash, responders=[str(r) for r in responders])
         try:
             ask = await self.asks.insert(values, audit)
-        except IntegrityError:
+        except q.Duplicate:
             # An identical call created the pending approval first: share it.
             pending = await self._open_call(call_hash)
             if pending is None:

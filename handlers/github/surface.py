@@ -79,8 +79,6 @@ class GitHubSurface:
         self.webhook = Webhook(settings.webhook_secret, self.desk)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.reactions = 0
-        self.posts = 0
 
     # -- the Surface protocol --------------------------------------------------------------
 
@@ -152,7 +150,6 @@ class GitHubSurface:
             REACTIONS, _vars(repo, comment_id=int(payload["comment_id"])),
             data={"content": _content(payload)},
         )
-        self.reactions += 1
         emit(log, "github.reacted", repo=repo, comment=payload["comment_id"],
              content=_content(payload))
 
@@ -172,7 +169,6 @@ class GitHubSurface:
                 data={"body": question_comment(ask, rules.ref(ask))},
             )
             comment_id = int(comment["id"])
-            self.posts += 1
         await posts.record_posted(
             self.asks, ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
             where=f"{repo}#{number}",
