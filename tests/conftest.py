@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,9 @@ from bot.config import Config
 from bot.core import deadlines
 from bot.core.asks import Asks
 from bot.core.clock import Clock, ManualClock
+from bot.core.surface import SurfacePlugin
 from bot.settings import Settings
+from bot.surfaces import PLUGINS
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 
@@ -187,12 +189,13 @@ async def start_aye() -> AsyncIterator[StartAye]:
         clock: Clock | None = None,
         env: dict[str, str] | None = None,
         tokens: TokenBook | None = None,
+        plugins: Sequence[SurfacePlugin] = PLUGINS,
     ) -> Aye:
         config = config or Config()
         clock = clock or Clock()
         settings = settings_for(database_url, **(env or {}))
         book = tokens or TokenBook.build(config, OPERATOR_TOKEN, AGENT_TOKEN)
-        app = create_app(settings, config, book, clock)
+        app = create_app(settings, config, book, clock, plugins=plugins)
         client: TestClient[Any, Any] = TestClient(TestServer(app))
         await client.start_server()
         started.append(client)

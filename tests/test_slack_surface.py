@@ -87,8 +87,8 @@ def poke_outbox(aye: Aye) -> None:
     """Wake the delivery loop on a ManualClock, where only a poke or a move ends its sleep.
 
     A sleep computed just before the clock moved waits for the next move, and a poke that
-    came while the loop was busy with an earlier pass is spent by then. With the real clock, the loop looks again within a
-    second (IDLE_LOOK); a ManualClock never ends that sleep by itself.
+    came while the loop was busy with an earlier pass is spent by then. With the real clock,
+    the loop looks again within a second (IDLE_LOOK); a ManualClock never ends that sleep.
     """
     aye.asks.outbox_poke.set()
 
