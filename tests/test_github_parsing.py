@@ -3,13 +3,11 @@ comment texts, fault handling and token expiry. No network, no store."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import gidgethub
 import pytest
 from gidgethub import sansio
-from sqlalchemy.orm import configure_mappers
 
 from bot.core import rules
 from bot.core.answering import Ambiguous, Nothing, Target, choose
@@ -26,6 +24,7 @@ from handlers.github.messages import (
 )
 from handlers.github.parsing import Command, parse_command, reaction_for
 from store.models import AskRow
+from tests import builders
 from tests.fake_github import issue_comment_event, pull_request_review_event
 
 # -- the /answer grammar -------------------------------------------------------------------
@@ -69,20 +68,15 @@ def test_reactions() -> None:
 # -- choosing the ask ------------------------------------------------------------------------
 
 
+ON_ISSUE: dict[str, Any] = {
+    "question": "Deploy?", "work": {"github": {"repo": "owner/name", "number": 42}},
+    "responders": ["github:octocat", "operator:local"],
+}
+
+
 def ask_row(seq: int, **more: Any) -> AskRow:
-    configure_mappers()  # the store does this on its first query; a row built bare needs it
-    values: dict[str, Any] = {name: None for name in AskRow.model_fields}
-    values |= {
-        "seq": seq, "id": f"{seq:032x}", "agent": "default", "kind": rules.QUESTION,
-        "status": rules.OPEN, "question": "Deploy?", "options": ["yes", "no"], "context": None,
-        "work": {"github": {"repo": "owner/name", "number": 42}},
-        "work_key": "github:owner/name#42", "responders": ["github:octocat", "operator:local"],
-        "escalate_responders": None, "deadline": time.time() + 3600,
-        "created_at": time.time(), "sensitive": False, "answer_value": None,
-        "answered_by": None, "outcome": None, "erased": False,
-    }
-    values.update(more)
-    return AskRow.model_construct(**values)
+    """A question on owner/name#42 (tests/builders.py), its id following `seq`."""
+    return builders.question(**{"seq": seq, **ON_ISSUE, **more})
 
 
 def test_one_open_ask_takes_the_whole_text() -> None:

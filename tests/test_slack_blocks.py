@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from sqlalchemy.orm import configure_mappers
 
 from bot.config import Config
 from bot.core.asks import Asks
@@ -16,34 +15,22 @@ from handlers.slack import blocks
 from handlers.slack.plugin import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after
 from store.models import AskRow
+from tests import builders
 
 ASK_ID = "0123456789abcdef0123456789abcdef"
-DEADLINE = 1_893_456_000.0  # 2030-01-01T00:00:00Z
 DATE = "<!date^1893456000^{date_short_pretty} at {time}|2030-01-01 00:00 UTC>"
 
 
 def make_ask(**fields: Any) -> AskRow:
-    # model_construct on a table model needs its mapper set up, as opening the store does.
-    configure_mappers()
-    values: dict[str, Any] = {
-        "seq": 7, "id": ASK_ID, "agent": "default", "kind": "question", "status": "open",
-        "question": "Deploy now?", "options": ["yes", "no"], "context": None, "work": None,
-        "responders": ["slack:U0123ABCD", "github:octocat", "operator:local"],
-        "escalate_responders": None, "escalated_at": None, "deadline": DEADLINE,
-        "created_at": DEADLINE - 3600, "sensitive": False, "answer_value": None,
-        "answer_option": None, "answer_note": None, "answered_by": None, "outcome": None,
-        "operation": None, "call_input": None,
-    }
-    values.update(fields)
-    return AskRow.model_construct(**values)
+    return builders.question(**{"id": ASK_ID, **fields})
 
 
 def approval(**fields: Any) -> AskRow:
-    return make_ask(
-        kind="approval", question="Approve deploy.prod?", options=["approve", "refuse"],
-        context='Input: {"region":"eu"}', operation="deploy.prod", call_input={"region": "eu"},
+    # The operation's input also in the context, to show it is rendered once, as code.
+    return builders.approval(**{
+        "id": ASK_ID, "question": "Approve deploy.prod?", "context": 'Input: {"region":"eu"}',
         **fields,
-    )
+    })
 
 
 def text_of(message: blocks.Message | dict[str, Any]) -> str:
