@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -13,8 +14,9 @@ import urllib.request
 from datetime import datetime
 from typing import Any
 
+from bot.settings import Settings, SettingsError
 from bot.tokens import read_token_file, token_file_path
-from store.db import DEFAULT_URL
+from store.db import DEFAULT_URL, Store, StoreError
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -210,10 +212,34 @@ def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
     return _failed(status, reply)
 
 
+def cmd_migrate() -> int:
+    """`aye migrate`: bring the store's schema up to date, as `aye serve` does at start, and
+    stop. Reads AYE_DATABASE_URL alone: no config file, no tokens."""
+    try:
+        store = Store(Settings.from_env().database_url)
+        revision = asyncio.run(_migrate(store))
+    except (SettingsError, StoreError) as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"aye: store {store.describe()} is at revision {revision} (head)")
+    return EXIT_OK
+
+
+async def _migrate(store: Store) -> str:
+    from store import migrate  # Alembic: only for this command and serve
+
+    try:
+        await store.open()
+        return await migrate.revision(store) or "none"
+    finally:
+        await store.close()
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="aye", description="Ask people, from agents.")
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the whole service")
+    sub.add_parser("migrate", help="bring the store's schema up to date (serve does it at start)")
     asks = sub.add_parser("asks", help="list open asks (or all)")
     asks.add_argument("--all", action="store_true", help="every ask, not only open ones")
     asks.add_argument("--max", type=int, default=1000, help=argparse.SUPPRESS)
@@ -237,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         from bot.app import serve
 
         return serve()
+    if args.command == "migrate":
+        return cmd_migrate()
     try:
         return COMMANDS[args.command](_client(), args)
     except Unreachable as exc:

@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
-from sqlmodel import SQLModel
 
-from store.models import SCHEMA_VERSION, MetaRow
+import store.models  # noqa: F401  (the tables; store/__init__.py configures their mappers)
 
 log = logging.getLogger("aye.store")
 
@@ -37,6 +37,13 @@ def sqlite_path(url: str) -> Path | None:
     if not parsed.database or parsed.database == ":memory:":
         return None
     return Path(parsed.database)
+
+
+def _reason(exc: BaseException) -> str:
+    """A database error in one line: the driver's own words, without SQLAlchemy's SQL echo."""
+    cause: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
+    lines = str(cause).strip().splitlines()
+    return (lines[0] if lines else "") or cause.__class__.__name__
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -154,27 +161,26 @@ class Store:
             yield aconn
 
     async def open(self) -> None:
-        """Create the schema where missing and check its version."""
+        """Bring the schema up to date (Alembic: store/migrations) or refuse a newer one.
+
+        Raises StoreError, one line for the operator, for anything that stops the store from
+        being used: unreachable, refused, a schema newer than this code, a failed migration.
+        """
+        # Imported here: store.migrate imports this module (and Alembic, which the CLI's HTTP
+        # commands never need).
+        from store import migrate
+
         path = sqlite_path(self.url)
         if path is not None and not path.exists():
             # It will hold answers: readable by the owner alone, like the token file.
             path.touch(mode=0o600)
-        async with self.write() as conn:
-            await conn.run_sync(SQLModel.metadata.create_all)
-            row = (
-                await conn.execute(select(MetaRow).where(MetaRow.key == "schema_version"))  # type: ignore[arg-type]
-            ).first()
-            if row is None:
-                await conn.execute(
-                    MetaRow.__table__.insert().values(  # type: ignore[attr-defined]
-                        key="schema_version", value=str(SCHEMA_VERSION)
-                    )
-                )
-            elif int(row.value) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"the store's schema is version {row.value}, newer than this aye "
-                    f"({SCHEMA_VERSION}): upgrade aye"
-                )
+        try:
+            async with migrate.turn(), self.write() as conn:
+                await conn.run_sync(migrate.upgrade)
+        except StoreError:
+            raise
+        except (SQLAlchemyError, OSError) as exc:
+            raise StoreError(f"cannot open the store {self.describe()}: {_reason(exc)}") from None
 
     async def ping(self) -> bool:
         try:

@@ -7,8 +7,6 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text, text
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
-
 # BIGINT on PostgreSQL, but INTEGER on SQLite, where only "INTEGER PRIMARY KEY" is the rowid
 # alias that autoincrements.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -130,6 +128,11 @@ class DeliveryRow(SQLModel, table=True):
 
 
 class MetaRow(SQLModel, table=True):
+    """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
+
+    The schema's version is Alembic's revision in alembic_version (see store/migrate.py).
+    """
+
     __tablename__ = "meta"
 
     key: str = Field(max_length=64, primary_key=True)

@@ -1,0 +1,134 @@
+"""Schema migrations: Alembic, with its scripts shipped in this package (store/migrations).
+
+`Store.open()` runs `upgrade` on its write connection, inside its write transaction, so the
+migrations and the new revision commit together or not at all. On PostgreSQL that transaction
+first takes an advisory lock: processes starting at once do schema work one at a time, and
+the later ones find it done. A store made by aye 0.1.0 (its tables and meta.schema_version 1,
+no alembic_version) has revision 0001's schema exactly: it is stamped 0001, then upgraded.
+
+A new revision, after changing store/models.py: `alembic.command.revision(migrate.config(conn),
+"what changed", rev_id="0003", autogenerate=True)` with `conn` a Connection to a store at head
+(or without autogenerate and no connection, for an empty file), then read it and make it right
+on both dialects. tests/test_migrations.py fails while models and migrations disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from pathlib import Path
+
+# Alembic logs at INFO when imported ("setup plugin …") and on every run ("Context impl …",
+# "Running upgrade …"): keep it to warnings, and say one line of aye's own instead.
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
+from sqlalchemy import Connection, inspect, text  # noqa: E402
+
+from store.db import Store, StoreError  # noqa: E402
+
+log = logging.getLogger("aye.store")
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# The key of the PostgreSQL advisory lock held while looking at and changing the schema: any
+# fixed 64-bit number no other program on the database uses ("aye.migr" as 8 bytes).
+LOCK_KEY = int.from_bytes(b"aye.migr", "big")
+# aye 0.1.0's schema, made by create_all before aye used Alembic.
+BASELINE = "0001"
+
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def turn() -> asyncio.Lock:
+    """Held around `upgrade` in this process: Alembic's `context` and `op` are module globals,
+    so two stores migrating at once on one event loop (their statements interleave on
+    PostgreSQL) would send one's DDL down the other's connection. The advisory lock only
+    orders them on the same database."""
+    loop = asyncio.get_running_loop()
+    lock = _turns.get(loop)
+    if lock is None:
+        lock = _turns[loop] = asyncio.Lock()
+    return lock
+
+
+def config(connection: Connection | None = None) -> Config:
+    """Alembic's configuration, from the package (no alembic.ini, nothing read from the cwd)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head() -> str:
+    """The newest revision this code knows."""
+    found = ScriptDirectory.from_config(config()).get_current_head()
+    assert found is not None, "no migrations in store/migrations/versions"
+    return found
+
+
+def current(conn: Connection) -> str | None:
+    """The store's revision, or None for a store without alembic_version."""
+    heads = MigrationContext.configure(conn).get_current_heads()
+    return ",".join(heads) if heads else None
+
+
+def upgrade(conn: Connection) -> tuple[str | None, str]:
+    """Bring the schema to head on `conn`, which must be in a transaction: (before, after).
+
+    Raises StoreError when the store is at a revision this code does not know (a newer aye
+    migrated it), or holds tables that are neither a 0.1.0 store's nor under Alembic.
+    """
+    if conn.dialect.name == "postgresql":
+        # Released at commit or rollback of the store's transaction.
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK_KEY})
+    cfg = config(conn)
+    scripts = ScriptDirectory.from_config(cfg)
+    target = scripts.get_current_head()
+    assert target is not None, "no migrations in store/migrations/versions"
+    heads = MigrationContext.configure(conn).get_current_heads()
+    known = {script.revision for script in scripts.walk_revisions()}
+    unknown = [rev for rev in heads if rev not in known]
+    if unknown:
+        raise StoreError(
+            f"the store's schema is at revision {','.join(unknown)}, newer than this aye "
+            f"(head {target}): upgrade aye"
+        )
+    before = ",".join(heads) if heads else None
+    if before is None and _made_by_0_1_0(conn):
+        command.stamp(cfg, BASELINE)
+        before = BASELINE
+    if before != target:
+        command.upgrade(cfg, "head")
+        log.info("store.migrated from=%s to=%s", before or "empty", target)
+    return before, target
+
+
+def _made_by_0_1_0(conn: Connection) -> bool:
+    """True for aye 0.1.0's tables; False for a store without aye's tables (a fresh one)."""
+    if not inspect(conn).has_table("asks"):
+        return False
+    version = None
+    if inspect(conn).has_table("meta"):
+        version = conn.execute(
+            text("SELECT value FROM meta WHERE key = 'schema_version'")
+        ).scalar()
+    if version != "1":
+        raise StoreError(
+            f"the store has aye's tables but no schema revision, and schema_version "
+            f"{version or 'none'} is not aye 0.1.0's: not upgrading it"
+        )
+    return True
+
+
+async def revision(store: Store) -> str | None:
+    """The store's revision now (after `store.open()`, the head)."""
+    async with store.read() as conn:
+        found: str | None = await conn.run_sync(current)
+    return found

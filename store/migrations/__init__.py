@@ -1,0 +1,1 @@
+"""aye's schema migrations (Alembic): `env.py` and `versions/`, run by `store.migrate`."""

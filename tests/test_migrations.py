@@ -1,0 +1,425 @@
+"""Schema migrations: a store made by aye 0.1.0 upgrades in place; newer stores are refused.
+
+tests/fixtures/store-0.1.0/ holds what aye 0.1.0 (commit 056501b) made: the DDL its
+create_all ran on each dialect and the rows its real app wrote (see generate.py there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
+from sqlmodel import SQLModel
+
+from store import migrate
+from store.db import Store, StoreError, sqlite_path
+from tests.conftest import OPERATOR_HEADERS, StartAye, reset_postgres
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "store-0.1.0"
+TABLES = ("asks", "history", "outbox", "posts", "deliveries", "meta")
+# The rows in data.sql, as 0.1.0 wrote them.
+QUESTION = "9ec1e1b3d2254120b8f088639f99bf8b"  # answered with option 1 and a note
+APPROVED = "64b8607b766047009e2f2080d03c1db9"  # approved, then used by its call
+EXPIRED = "9c8be4a50a3f44e88f45791f78f988a6"
+ESCALATED = "6279e83808824f4da502faba8ec6663d"  # open, on octo/app#7, escalated
+LAST_WRITE = 1767229281.0  # the fixture's last moment (2026-01-01T01:01:21Z)
+UNKNOWN = "f00dfeed9999"
+
+
+def is_pg(url: str) -> bool:
+    return url.startswith("postgresql")
+
+
+def dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+def sqlite_file(url: str) -> Path:
+    path = sqlite_path(url)
+    assert path is not None
+    return path
+
+
+async def run_sql(url: str, script: str) -> None:
+    if is_pg(url):
+        conn = await asyncpg.connect(dsn(url))
+        try:
+            await conn.execute(script)
+        finally:
+            await conn.close()
+    else:
+        with sqlite3.connect(sqlite_file(url)) as db:
+            db.executescript(script)
+        # sqlite3's context manager commits but does not close.
+        db.close()
+
+
+async def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    if is_pg(url):
+        conn = await asyncpg.connect(dsn(url))
+        try:
+            return [tuple(row.values()) for row in await conn.fetch(sql)]
+        finally:
+            await conn.close()
+    db = sqlite3.connect(sqlite_file(url))
+    try:
+        return list(db.execute(sql).fetchall())
+    finally:
+        db.close()
+
+
+async def make_0_1_0_store(url: str, data: bool = True) -> None:
+    """A store as aye 0.1.0 left it: its schema, and its rows with the sequences past them."""
+    dialect = "postgresql" if is_pg(url) else "sqlite"
+    script = (FIXTURE / f"schema.{dialect}.sql").read_text()
+    if data:
+        script += (FIXTURE / "data.sql").read_text()
+        if is_pg(url):
+            # 0.1.0 let BIGSERIAL number its rows; the fixture's INSERTs name theirs.
+            script += "".join(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT max({column}) FROM {table}));\n"
+                for table, column in (("asks", "seq"), ("history", "id"), ("outbox", "id"))
+            )
+    else:
+        script += "INSERT INTO meta (key, value) VALUES ('schema_version', '1');\n"
+    await run_sql(url, script)
+
+
+async def rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of aye's tables, as the database holds them."""
+    order = {"asks": "seq", "history": "id", "outbox": "id", "posts": "ask_seq, surface",
+             "deliveries": "delivery_id", "meta": "key"}
+    return {table: await query(url, f"SELECT * FROM {table} ORDER BY {order[table]}")
+            for table in TABLES}
+
+
+async def revision(url: str) -> list[str]:
+    return [row[0] for row in await query(url, "SELECT version_num FROM alembic_version")]
+
+
+async def schema(url: str) -> set[tuple[Any, ...]]:
+    """The schema of aye's tables (not alembic_version), comparable across two databases."""
+    if not is_pg(url):
+        found = await query(url, "SELECT type, name, tbl_name, sql FROM sqlite_master "
+                                 "WHERE name NOT LIKE 'alembic%' AND name NOT LIKE 'sqlite_%'")
+        return {(kind, name, table, re.sub(r"\s+", " ", sql or "")) for kind, name, table, sql in found}
+    queries = [
+        "SELECT 'column', table_name, column_name, ordinal_position, data_type, "
+        "character_maximum_length, is_nullable, column_default FROM information_schema.columns "
+        "WHERE table_schema = 'public' AND table_name <> 'alembic_version'",
+        "SELECT 'index', tablename, indexname, indexdef FROM pg_indexes "
+        "WHERE schemaname = 'public' AND tablename <> 'alembic_version'",
+        "SELECT 'constraint', conrelid::regclass::text, conname, pg_get_constraintdef(oid) "
+        "FROM pg_constraint WHERE connamespace = 'public'::regnamespace "
+        "AND conrelid::regclass::text <> 'alembic_version'",
+        "SELECT 'sequence', sequence_name, data_type, start_value, increment "
+        "FROM information_schema.sequences WHERE sequence_schema = 'public'",
+        "SELECT 'owned', s.relname, t.relname, a.attname FROM pg_depend d "
+        "JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+        "JOIN pg_class t ON t.oid = d.refobjid "
+        "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid",
+    ]
+    return {row for sql in queries for row in await query(url, sql)}
+
+
+async def open_store(url: str) -> None:
+    store = Store(url)
+    try:
+        await store.open()
+    finally:
+        await store.close()
+
+
+def subprocess_env(tmp: Path, url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AYE_", "SLACK_", "GITHUB_"))}
+    # The code under test, whichever checkout or install the venv points at.
+    env.update(AYE_DATABASE_URL=url, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def aye(tmp: Path, url: str, command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot", command], cwd=tmp,
+                          env=subprocess_env(tmp, url, **extra),
+                          capture_output=True, text=True, timeout=60)
+
+
+# -- a 0.1.0 store ------------------------------------------------------------------------
+
+
+async def test_a_0_1_0_store_upgrades_in_place_keeping_every_row(database_url: str) -> None:
+    await make_0_1_0_store(database_url)
+    before = await rows(database_url)
+    assert [r[0] for r in before["meta"]] == ["schema_version"]
+
+    await open_store(database_url)
+
+    assert await revision(database_url) == [migrate.head()]
+    after = await rows(database_url)
+    for table in TABLES[:-1]:
+        assert after[table] == before[table], table
+    # Alembic owns the schema now; 0.1.0 would refuse this store rather than write to it.
+    assert after["meta"] == [("schema_version", "2")]
+
+
+async def test_a_0_1_0_store_serves_every_ask_answer_and_history_after_the_upgrade(
+    start_aye: StartAye, database_url: str, manual_clock: Any
+) -> None:
+    await make_0_1_0_store(database_url)
+    # Just after the fixture's last write, so that nothing in it is due: what is read is what
+    # 0.1.0 left.
+    manual_clock.advance(LAST_WRITE + 60 - manual_clock.now())
+    app = await start_aye(database_url, clock=manual_clock)
+    assert await revision(database_url) == [migrate.head()]
+
+    question = await app.get(QUESTION, operator=True)
+    assert question["kind"] == "question" and question["status"] == "answered"
+    assert question["question"] == "Deploy tonight?" and question["context"] == "CPU at 90%"
+    assert question["options"] == ["yes", "no"]
+    assert question["answer"] == {"value": "yes", "option": 1, "note": "after 22:00"}
+    assert (question["answered_by"], question["surface"]) == ("operator:local", "cli")
+    assert question["created_at"] == "2026-01-01T00:00:00.000Z"
+    assert question["closed_at"] == "2026-01-01T00:00:05.000Z"
+    assert question["history"] == [
+        {"at": "2026-01-01T00:00:00.000Z", "event": "created", "agent": "default"},
+        {"at": "2026-01-01T00:00:05.000Z", "event": "answered", "by": "operator:local",
+         "surface": "cli"},
+    ]
+
+    approved = await app.get(APPROVED, operator=True)
+    assert (approved["kind"], approved["status"]) == ("approval", "answered")
+    assert approved["operation"] == "deploy.staging"
+    assert approved["input"] == {"version": "1.2", "canary": True}
+    assert approved["outcome"] == "approved"
+    assert approved["answer"]["value"] == "approve"
+    assert [e["event"] for e in approved["history"]] == ["created", "answered", "used"]
+
+    expired = await app.get(EXPIRED, operator=True)
+    assert (expired["status"], expired["answer"]) == ("expired", None)
+    assert [e["event"] for e in expired["history"]] == ["created", "expired"]
+
+    escalated = await app.get(ESCALATED, operator=True)
+    assert escalated["status"] == "open"
+    assert escalated["work"] == {"github": {"repo": "octo/app", "number": 7}}
+    assert escalated["responders"] == ["github:alice"]
+    assert escalated["escalation"]["responders"] == ["operator:local"]
+    assert escalated["escalation"]["escalated_at"] == "2026-01-01T01:01:21.000Z"
+    assert [e["event"] for e in escalated["history"]] == ["created", "escalated", "posted"]
+    assert escalated["history"][1]["to"] == ["operator:local"]
+
+    resp = await app.client.get("/v1/asks", params={"limit": "200"}, headers=OPERATOR_HEADERS)
+    listed = (await resp.json())["asks"]
+    assert {a["id"] for a in listed} == {QUESTION, APPROVED, EXPIRED, ESCALATED}
+
+    # It goes on where 0.1.0 stopped: the open approval can be answered, new asks follow on.
+    status, _ = await app.answer(ESCALATED, "approve")
+    assert status == 200
+    new = await app.ask(question="After the upgrade?")
+    seqs = await query(database_url, f"SELECT seq FROM asks WHERE id = '{new['id']}'")
+    assert seqs == [(5,)]
+    history = await query(database_url, "SELECT id, ask_seq, event FROM history WHERE id > 10 ORDER BY id")
+    assert [(h[1], h[2]) for h in history] == [(4, "answered"), (5, "created")]
+    assert [h[0] for h in history] == [11, 12]
+
+
+async def test_a_0_1_0_store_migrates_with_aye_migrate(tmp_path: Path, database_url: str) -> None:
+    await make_0_1_0_store(database_url)
+    before = await rows(database_url)
+
+    done = aye(tmp_path, database_url, "migrate", AYE_CONFIG="/nonexistent/aye.toml")
+
+    assert done.returncode == 0, done.stderr
+    shown = Store(database_url).describe()
+    assert done.stdout == f"aye: store {shown} is at revision {migrate.head()} (head)\n"
+    assert done.stderr == ""
+    assert await revision(database_url) == [migrate.head()]
+    after = await rows(database_url)
+    assert {t: after[t] for t in TABLES[:-1]} == {t: before[t] for t in TABLES[:-1]}
+    # Nothing but the store: no token file, no config read.
+    assert list(tmp_path.glob("aye-tokens*")) == []
+    again = aye(tmp_path, database_url, "migrate")
+    assert (again.returncode, again.stdout) == (0, done.stdout)
+
+
+async def test_a_failed_upgrade_leaves_the_0_1_0_store_as_it_was(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stamp, migrations and version commit together in the store's write transaction (BEGIN
+    IMMEDIATE on SQLite, under Alembic's notice that it is in an outer transaction)."""
+    await make_0_1_0_store(database_url)
+    before = await rows(database_url)
+    upgrade = migrate.command.upgrade
+
+    def upgrade_then_fail(cfg: Any, target: str) -> None:
+        upgrade(cfg, target)
+        raise OperationalError("COMMIT", {}, Exception("disk I/O error"))
+
+    monkeypatch.setattr(migrate.command, "upgrade", upgrade_then_fail)
+    with pytest.raises(StoreError, match=r"^cannot open the store .*: disk I/O error$"):
+        await open_store(database_url)
+
+    assert await rows(database_url) == before
+    tables = ("SELECT tablename FROM pg_tables WHERE schemaname = 'public'" if is_pg(database_url)
+              else "SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert "alembic_version" not in {row[0] for row in await query(database_url, tables)}
+    monkeypatch.undo()
+    await open_store(database_url)
+    assert await revision(database_url) == [migrate.head()]
+
+
+async def test_the_migrated_schema_is_exactly_0_1_0s(tmp_path: Path, database_url: str) -> None:
+    """Revision 0001 written by hand makes what 0.1.0's create_all made, on each dialect."""
+    await make_0_1_0_store(database_url, data=False)
+    made_by_0_1_0 = await schema(database_url)
+    if is_pg(database_url):
+        await reset_postgres(database_url)
+        fresh = database_url
+    else:
+        fresh = f"sqlite+aiosqlite:///{tmp_path}/fresh.db"
+    await open_store(fresh)
+    assert await schema(fresh) == made_by_0_1_0
+    assert len(made_by_0_1_0) > 15
+
+
+# -- fresh stores, and stores this code must not touch ----------------------------------------
+
+
+async def test_a_fresh_store_is_made_at_head_and_opening_again_changes_nothing(
+    database_url: str,
+) -> None:
+    await open_store(database_url)
+    assert await revision(database_url) == [migrate.head()]
+    first = (await schema(database_url), await rows(database_url))
+    assert first[1]["meta"] == [("schema_version", "2")]
+
+    await open_store(database_url)
+
+    assert await revision(database_url) == [migrate.head()]
+    assert (await schema(database_url), await rows(database_url)) == first
+
+
+async def test_the_models_match_the_migrated_schema(database_url: str) -> None:
+    """store/models.py and store/migrations agree: a model change needs a migration."""
+    store = Store(database_url)
+    try:
+        await store.open()
+
+        def differences(conn: Connection) -> list[Any]:
+            return list(compare_metadata(MigrationContext.configure(conn), SQLModel.metadata))
+
+        async with store.read() as conn:
+            assert await conn.run_sync(differences) == []
+    finally:
+        await store.close()
+
+
+async def test_a_store_at_an_unknown_revision_is_refused(database_url: str) -> None:
+    await open_store(database_url)
+    await run_sql(database_url, f"UPDATE alembic_version SET version_num = '{UNKNOWN}';")
+    before = await rows(database_url)
+
+    with pytest.raises(StoreError) as refused:
+        await open_store(database_url)
+
+    assert str(refused.value) == (
+        f"the store's schema is at revision {UNKNOWN}, newer than this aye "
+        f"(head {migrate.head()}): upgrade aye"
+    )
+    assert await revision(database_url) == [UNKNOWN]
+    assert await rows(database_url) == before
+
+
+async def test_serve_stops_on_a_newer_store_with_exit_2_and_one_line(
+    tmp_path: Path, database_url: str
+) -> None:
+    await open_store(database_url)
+    await run_sql(database_url, f"UPDATE alembic_version SET version_num = '{UNKNOWN}';")
+
+    done = aye(tmp_path, database_url, "serve", AYE_CONFIG="/nonexistent/aye.toml", AYE_PORT="0",
+               AYE_OPERATOR_TOKEN="op", AYE_AGENT_TOKEN="agent")
+
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"aye: the store's schema is at revision {UNKNOWN}, newer than this aye "
+        f"(head {migrate.head()}): upgrade aye"
+    ]
+    assert await revision(database_url) == [UNKNOWN]
+    refused = aye(tmp_path, database_url, "migrate")
+    assert refused.returncode == 2
+    assert refused.stderr == done.stderr and refused.stdout == ""
+
+
+async def test_tables_without_a_revision_that_are_not_0_1_0s_are_refused(database_url: str) -> None:
+    await make_0_1_0_store(database_url, data=False)
+    await run_sql(database_url, "DELETE FROM meta;")
+
+    with pytest.raises(StoreError, match="no schema revision, and schema_version none is not"):
+        await open_store(database_url)
+    assert await query(database_url, "SELECT count(*) FROM meta") == [(0,)]
+
+
+async def test_an_unreachable_store_is_one_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connections are refused
+        url = f"postgresql+asyncpg://aye:secret@127.0.0.1:{port}/aye"
+        with pytest.raises(StoreError) as failed:
+            await open_store(url)
+    message = str(failed.value)
+    assert message.startswith(f"cannot open the store postgresql+asyncpg://aye:***@127.0.0.1:{port}/aye: ")
+    assert "\n" not in message and "secret" not in message
+
+
+# -- several processes at once --------------------------------------------------------------
+
+
+async def test_processes_starting_at_once_on_a_fresh_store_all_succeed(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Without the advisory lock, all but one died in CREATE TABLE on PostgreSQL (duplicate
+    key in pg_type); with it they take turns and the later ones find the work done."""
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "bot", "migrate"], cwd=tmp_path,
+                         env=subprocess_env(tmp_path, database_url),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    results = [(proc.wait(timeout=60), *proc.communicate()) for proc in procs]
+    assert all(code == 0 for code, _, _ in results), results
+    assert {out for _, out, _ in results} == {
+        f"aye: store {Store(database_url).describe()} is at revision {migrate.head()} (head)\n"
+    }
+    assert await revision(database_url) == [migrate.head()]
+
+
+async def test_stores_opening_at_once_in_one_process_all_succeed(database_url: str) -> None:
+    """Alembic keeps its context in module globals: migrate.turn() orders stores in one
+    process (the advisory lock only orders those on one PostgreSQL database)."""
+    opens = asyncio.gather(*(open_store(database_url) for _ in range(4)))
+    await asyncio.wait_for(opens, 60)
+    assert await revision(database_url) == [migrate.head()]
+    assert await query(database_url, "SELECT value FROM meta") == [("2",)]
+
+
+async def test_0_1_0_stores_opening_at_once_upgrade_once(database_url: str) -> None:
+    await make_0_1_0_store(database_url)
+    before = await rows(database_url)
+    await asyncio.wait_for(asyncio.gather(*(open_store(database_url) for _ in range(4))), 60)
+    assert await revision(database_url) == [migrate.head()]
+    after = await rows(database_url)
+    assert {t: after[t] for t in TABLES[:-1]} == {t: before[t] for t in TABLES[:-1]}
