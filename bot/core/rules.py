@@ -117,6 +117,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def input_shown(call_input: Any, limit: int) -> str:
+    """An approval's input as canonical JSON, cut to `limit` characters with "…" (surfaces fit
+    it to their own limits; the API's `input` and `aye show` have it whole)."""
+    shown = canonical_json(call_input)
+    return shown if len(shown) <= limit else shown[:limit] + "…"
+
+
 def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 

@@ -69,10 +69,7 @@ def question(ask: AskRow) -> str:
 
 def context(ask: AskRow) -> str | None:
     if ask.kind == rules.APPROVAL and ask.operation:
-        shown = rules.canonical_json(ask.call_input)
-        if len(shown) > INPUT_MAX:
-            shown = shown[:INPUT_MAX] + "…"
-        return f"Input: {shown}"
+        return f"Input: {rules.input_shown(ask.call_input, INPUT_MAX)}"
     return ask.context
 
 
