@@ -39,7 +39,8 @@ def question(ask: AskRow) -> str:
 
 def context(ask: AskRow) -> str | None:
     if ask.kind == rules.APPROVAL and ask.operation:
-        return f"Input: {rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)}"
+        shown = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
+        return f"Input: {shown.text}" + ("" if shown.whole else "…")
     return ask.context
 
 

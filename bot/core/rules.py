@@ -117,11 +117,24 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def input_shown(call_input: Any, limit: int) -> str:
-    """An approval's input as canonical JSON, cut to `limit` characters with "…" (surfaces fit
-    it to their own limits; the API's `input` and `aye show` have it whole)."""
-    shown = canonical_json(call_input)
-    return shown if len(shown) <= limit else shown[:limit] + "…"
+@dataclass(frozen=True, slots=True)
+class ShownInput:
+    """An approval's input as a surface can show it: `text` (canonical JSON, at most the
+    surface's limit), whether that is all of it, and the SHA-256 of the whole canonical JSON,
+    which a surface that cuts must show with where to read it whole (`aye show REF`)."""
+
+    text: str
+    whole: bool
+    sha256: str
+
+
+def input_shown(call_input: Any, limit: int) -> ShownInput:
+    """As much of the input as fits in `limit` characters; never cut silently (see ShownInput)."""
+    full = canonical_json(call_input)
+    sha = hashlib.sha256(full.encode()).hexdigest()
+    if len(full) <= limit:
+        return ShownInput(full, True, sha)
+    return ShownInput(full[:limit], False, sha)
 
 
 def digest(value: Any) -> str:

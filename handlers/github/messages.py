@@ -69,7 +69,8 @@ def question(ask: AskRow) -> str:
 
 def context(ask: AskRow) -> str | None:
     if ask.kind == rules.APPROVAL and ask.operation:
-        return f"Input: {rules.input_shown(ask.call_input, INPUT_MAX)}"
+        shown = rules.input_shown(ask.call_input, INPUT_MAX)
+        return f"Input: {shown.text}" + ("" if shown.whole else "…")
     return ask.context
 
 

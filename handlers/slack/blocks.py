@@ -176,7 +176,8 @@ def _context(*parts: str) -> dict[str, Any]:
 def _details(ask: AskRow) -> list[dict[str, Any]]:
     """The context: for an approval, the operation and its input as a code block."""
     if ask.kind == rules.APPROVAL and ask.operation:
-        shown = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
+        cut = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
+        shown = cut.text + ("" if cut.whole else "…")
         return [
             _section(f"*Operation:* `{fit(ask.operation, 200)}`"),
             _section("*Input:*\n```" + fit(shown, SECTION_MAX - 20) + "```"),
