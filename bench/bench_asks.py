@@ -213,6 +213,9 @@ class Server:
 
     async def start(self) -> None:
         self.port = free_port()
+        # An empty config file: all defaults (a named file that is missing stops aye).
+        config = self.log_path.parent / "aye.toml"
+        config.touch()
         env = {
             **os.environ,
             "AYE_DATABASE_URL": self.database_url,
@@ -220,7 +223,7 @@ class Server:
             "AYE_AGENT_TOKEN": self.agent,
             "AYE_HOST": "127.0.0.1",
             "AYE_PORT": str(self.port),
-            "AYE_CONFIG": "/nonexistent",
+            "AYE_CONFIG": str(config),
         }
         for name in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GITHUB_WEBHOOK_SECRET",
                      "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH",

@@ -124,7 +124,7 @@ def serve() -> int:
     logs.setup()
     try:
         settings = Settings.from_env()
-        config = load_config(settings.config_path)
+        config = load_config(settings.config_path, settings.config_named)
         surface_lines = describe(settings)
         store_line = Store(settings.database_url).describe()
     except (SettingsError, ConfigError, SurfaceConfigError, StoreError) as exc:
@@ -136,6 +136,10 @@ def serve() -> int:
         )
     except OSError as exc:
         return _fail(f"cannot write the token file {token_path}: {exc.strerror}")
+    shared = [a.name for a in config.agents if a.token() == operator]
+    if shared or (agent is not None and agent == operator):
+        who = f"agent {shared[0]}" if shared else "the default agent (AYE_AGENT_TOKEN)"
+        return _fail(f"AYE_OPERATOR_TOKEN is the same as the token of {who}: give each its own")
     tokens = TokenBook.build(config, operator, agent)
     try:
         app = create_app(settings, config, tokens)

@@ -80,9 +80,12 @@ def config_model(plugins: Iterable[SurfacePlugin]) -> type[AyeConfig]:
 Config = config_model(PLUGINS)
 
 
-def load_config(path: Path) -> AyeConfig:
-    """Read and validate the config file; a missing file means all defaults."""
+def load_config(path: Path, named: bool = False) -> AyeConfig:
+    """Read and validate the config file. A missing file means all defaults, unless it was
+    `named` (AYE_CONFIG): a typo must not start aye with no gates."""
     if not path.exists():
+        if named:
+            raise ConfigError(f"{path}: no such file (AYE_CONFIG names it)")
         return Config()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -26,6 +26,8 @@ class Settings:
     port: int
     operator_token: str | None = field(repr=False)
     agent_token: str | None = field(repr=False)
+    # AYE_CONFIG named the file: then it must exist (a typo must not start aye without gates).
+    config_named: bool = False
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -42,6 +44,7 @@ class Settings:
             raise SettingsError(f"AYE_PORT: {port_text!r} is not a port number")
         return cls(
             config_path=Path(get("AYE_CONFIG") or "./aye.toml"),
+            config_named=get("AYE_CONFIG") is not None,
             database_url=get("AYE_DATABASE_URL") or DEFAULT_URL,
             host=get("AYE_HOST") or "127.0.0.1",
             port=int(port_text),

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from store.db import NOTIFY_CHANNEL, Conn
+from store.db import NOTIFY_CHANNEL, Conn, Duplicate
 from store.models import AskRow, HistoryRow
 
 ASKS = AskRow.__table__  # type: ignore[attr-defined]
@@ -27,10 +27,6 @@ DEFAULTS: dict[str, Any] = {
     "answer_surface": None, "outcome": None, "read_at": None, "erased": False,
     "operation": None, "call_input": None, "call_hash": None, "approval_used_at": None,
 }
-
-
-class Duplicate(Exception):
-    """The insert met a unique index: the same agent's key, or an identical pending call."""
 
 
 def _row(mapping: Any) -> AskRow:
@@ -116,7 +112,8 @@ async def histories(conn: Conn, seqs: list[int]) -> dict[int, list[dict[str, Any
 
 
 async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
-    """The new row; Duplicate when a unique index refuses it (the transaction is then done)."""
+    """The new row; Duplicate when a unique index refuses it (the same agent's key, or an
+    identical pending call)."""
     try:
         result = await conn.execute(ASK_INSERT, values)
     except IntegrityError as exc:

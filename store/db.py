@@ -25,6 +25,10 @@ NOTIFY_CHANNEL = "aye_asks"
 POOL_TIMEOUT_S = 120.0
 
 
+class Duplicate(Exception):
+    """An insert met a unique index (the caller's transaction is then over)."""
+
+
 class StoreError(Exception):
     """The store cannot be used as configured; the message is for the operator."""
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from store.db import Conn, Store
+from store.db import Conn, Duplicate, Store
 from store.models import DeliveryRow, PostRow
 
 POSTS = PostRow.__table__  # type: ignore[attr-defined]
@@ -30,14 +30,21 @@ async def record_first(
         )
 
 
-async def first_delivery(store: Store, delivery_id: str, source: str, now: float) -> bool:
-    """True the first time a webhook delivery id is seen, False for a redelivery."""
+async def record_delivery(conn: Conn, key: str, source: str, now: float) -> None:
+    """Remember that a webhook's event (a delivery, a comment) was acted on, in the same
+    transaction as what it did; Duplicate when it already was."""
+    try:
+        await conn.execute(DELIVERIES.insert().values(delivery_id=key, source=source, received_at=now))
+    except IntegrityError as exc:
+        raise Duplicate from exc
+
+
+async def first_delivery(store: Store, key: str, source: str, now: float) -> bool:
+    """True the first time `key` is seen (recorded alone), False when it was before."""
     try:
         async with store.write() as conn:
-            await conn.execute(
-                DELIVERIES.insert().values(delivery_id=delivery_id, source=source, received_at=now)
-            )
-    except IntegrityError:
+            await record_delivery(conn, key, source, now)
+    except Duplicate:
         return False
     return True
 

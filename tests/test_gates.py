@@ -76,6 +76,14 @@ async def test_not_gated_is_allowed(gated: Aye) -> None:
     assert await call(gated, "deploy", {}) == (200, {"decision": "allow"})  # "deploy." is a prefix
 
 
+async def test_an_operation_in_other_case_is_gated_all_the_same(gated: Aye) -> None:
+    """`DEPLOY.prod` must not slip past a `deploy.` gate."""
+    for operation in ("DEPLOY.prod", "Deploy.Staging"):
+        status, body = await call(gated, operation, {"v": 1})
+        assert (status, body["decision"]) == (202, "pending")
+        assert body["ask"]["operation"] == operation
+
+
 async def test_approve_once(gated: Aye) -> None:
     status, pending = await call(gated, "deploy.staging", {"version": "1.2", "canary": True})
     assert status == 202 and pending["decision"] == "pending"

@@ -350,7 +350,8 @@ async def test_serve_stops_on_a_newer_store_with_exit_2_and_one_line(
     await open_store(database_url)
     await run_sql(database_url, f"UPDATE alembic_version SET version_num = '{UNKNOWN}';")
 
-    done = aye(tmp_path, database_url, "serve", AYE_CONFIG="/nonexistent/aye.toml", AYE_PORT="0",
+    (tmp_path / "aye.toml").touch()
+    done = aye(tmp_path, database_url, "serve", AYE_CONFIG=str(tmp_path / "aye.toml"), AYE_PORT="0",
                AYE_OPERATOR_TOKEN="op", AYE_AGENT_TOKEN="agent")
 
     assert done.returncode == 2, done.stderr

@@ -17,13 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 import bot.surfaces
 from bot.app import describe
 from bot.config import AyeConfig, config_model
-from bot.core import kinds
+from bot.core import kinds, works
 from bot.core.asks import Asks
 from bot.core.kinds import SurfaceKind
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, POST, Surface, SurfacePlugin
 from bot.core.types import AnswerResult
-from bot.core.works import answer_on_work
 from store.models import AskRow
 from tests.conftest import Aye, StartAye, settings_for
 
@@ -120,7 +119,8 @@ class RoomSurface:
     async def say(self, room: str, who: str, text: str) -> AnswerResult:
         """A line written in a room: the core works out which ask it answers."""
         key = f"{NAME}:{room}"
-        return await answer_on_work(self.asks, key, Responder(NAME, who), Said(text), None, NAME)
+        said = works.Said(key, Responder(NAME, who), NAME)
+        return await works.answer_on_work(self.asks, said, Said(text), None)
 
     async def _say(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {self.settings.token}":

@@ -40,6 +40,9 @@ class Server:
 
 
 def base_env(tmp: Path, database_url: str, **extra: str) -> dict[str, str]:
+    """The server's environment, with AYE_CONFIG naming tmp/aye.toml (empty unless a test
+    writes one: a named config file must exist)."""
+    (tmp / "aye.toml").touch()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AYE_", "SLACK_", "GITHUB_"))}
     env.update(AYE_DATABASE_URL=database_url, AYE_CONFIG=str(tmp / "aye.toml"), PYTHONUNBUFFERED="1")
     env.update(extra)
@@ -117,6 +120,34 @@ def run_cli(tmp: Path, url: str, *args: str, token: str | None = OP) -> subproce
 
 
 # -- start-up -----------------------------------------------------------------------------------
+
+
+def test_a_typo_in_aye_config_stops_serve_with_exit_2(tmp_path: Path) -> None:
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()),
+                   AYE_CONFIG=str(tmp_path / "aye.tmol"))
+    done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"aye: {tmp_path / 'aye.tmol'}: no such file (AYE_CONFIG names it)"]
+
+
+@pytest.mark.parametrize("agents", [False, True])
+def test_an_operator_token_equal_to_an_agents_stops_serve_with_exit_2(
+    tmp_path: Path, agents: bool
+) -> None:
+    extra = {"AYE_OPERATOR_TOKEN": "same", "AYE_PORT": str(free_port())}
+    if agents:
+        (tmp_path / "aye.toml").write_text("[[agents]]\nname = 'ci'\ntoken_env = 'AYE_TOKEN_CI'\n")
+        extra["AYE_TOKEN_CI"] = "same"
+    else:
+        extra["AYE_AGENT_TOKEN"] = "same"
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", **extra)
+    done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "AYE_OPERATOR_TOKEN is the same as the token of" in lines[0]
+    assert "same" not in lines[0].replace("the same as", "")  # the token itself is never shown
 
 
 @pytest.mark.parametrize(

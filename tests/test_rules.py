@@ -84,6 +84,21 @@ def _config(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def test_a_named_config_file_that_is_missing_is_an_error(tmp_path: Path) -> None:
+    """AYE_CONFIG=./aye.tmol must not start aye with no gates."""
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "aye.tmol", named=True)
+    assert str(err.value) == f"{tmp_path / 'aye.tmol'}: no such file (AYE_CONFIG names it)"
+
+
+def test_gates_match_operations_whatever_their_case(tmp_path: Path) -> None:
+    config = load_config(_config(tmp_path, "[[gates]]\noperations = ['deploy.', 'DB.Migrate']\n"))
+    assert config.gate_for("DEPLOY.prod") is not None
+    assert config.gate_for("Deploy.Prod") is not None
+    assert config.gate_for("db.migrate") is not None
+    assert config.gate_for("deployprod") is None
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     config = load_config(tmp_path / "absent.toml")
     assert [str(r) for r in config.defaults.responders] == ["operator:local"]
@@ -142,6 +157,10 @@ timeout = "1m"
         ("[[gates]]\noperations = ['a.']\n[gates.escalate]\nresponders = ['operator']\n"
          "timeout = '8750h'\n", "gates[1]", "8760h"),
         ("not toml [", "", "not valid TOML"),
+        # Strict: a string is not a boolean, nor a number.
+        ("[github]\npost_questions = 'yes'\n", "github.post_questions", "boolean"),
+        ("[github]\npost_questions = 1\n", "github.post_questions", "boolean"),
+        ("[slack]\ndefault_channel = 7\n", "slack.default_channel", "string"),
     ],
 )
 def test_bad_config_names_key(tmp_path: Path, body: str, key: str, problem: str) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from bot.core import answering, rules
@@ -21,11 +21,20 @@ from bot.core.config import Defaults
 from bot.core.logs import emit
 from bot.core.responders import OPERATOR, Responder
 from bot.core.surface import CLOSE, POST, Surface
-from bot.core.types import AgentInfo, AnswerResult, FollowUp, KeyReused, NewAsk, NoReachableResponder
+from bot.core.types import (
+    AgentInfo,
+    AlreadySeen,
+    AnswerResult,
+    FollowUp,
+    KeyReused,
+    NewAsk,
+    NoReachableResponder,
+    Seen,
+)
 from bot.core.waiters import Waiters
 from store import asks as q
-from store import outbox
-from store.db import Conn, Store
+from store import outbox, posts
+from store.db import Conn, Duplicate, Store
 from store.models import AskRow
 
 log = logging.getLogger("aye.asks")
@@ -171,7 +180,7 @@ class Asks:
         )
         try:
             ask = await self.insert(values, {"agent": agent.name})
-        except q.Duplicate:
+        except Duplicate:
             # Another request with the same key won the insert: answer as it would have.
             earlier = await self._by_key(agent.name, new.key or "", body_hash)
             if earlier is None:
@@ -204,13 +213,17 @@ class Asks:
     async def answer(
         self, ask: AskRow, person: Responder, text: str, note: str | None = None,
         surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
+        seen: Seen | None = None,
     ) -> AnswerResult:
         """Take `text` from `person` as the answer, or refuse it and record why (see
-        bot.core.answering.judge); the store decides a race between two answers."""
+        bot.core.answering.judge); the store decides a race between two answers. With `seen`,
+        AlreadySeen when that event was acted on before (nothing is recorded then)."""
         now = self.clock.now()
         verdict = answering.judge(ask, person, text, now, public)
         if isinstance(verdict, answering.Refused):
-            return await self.refuse(ask, person, verdict.reason, surface, verdict.event, follow_up)
+            return await self.refuse(
+                ask, person, verdict.reason, surface, verdict.event, follow_up, seen
+            )
         values = {
             "status": rules.ANSWERED, "answer_value": verdict.value,
             "answer_option": verdict.option,
@@ -219,7 +232,7 @@ class Asks:
             "closed_at": now, "due_at": None,
         }
         by = {"by": str(person), "surface": surface}
-        async with self.store.write() as conn:
+        async with self._writing(seen, now) as conn:
             won = await q.close_if_open(conn, ask.seq, values)
             if won:
                 outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
@@ -244,11 +257,12 @@ class Asks:
     async def refuse(
         self, ask: AskRow, person: Responder, reason: str, surface: str,
         event: str = answering.REFUSED, follow_up: FollowUp | None = None,
+        seen: Seen | None = None,
     ) -> AnswerResult:
         """Record an answer not taken, and why; surfaces call it for what they refuse before
         the rules can (ambiguous, malformed)."""
         now = self.clock.now()
-        async with self.store.write() as conn:
+        async with self._writing(seen, now) as conn:
             detail = {"by": str(person), "why": reason, "surface": surface}
             await q.add_history(conn, ask.seq, now, event, detail)
             await self._follow_up(conn, ask, follow_up, False, reason)
@@ -257,6 +271,18 @@ class Asks:
         emit(log, f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=reason,
              surface=surface)
         return AnswerResult(False, reason, ask)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, seen: Seen | None, now: float) -> AsyncIterator[Conn]:
+        """A write transaction that first records `seen`: AlreadySeen, and nothing written,
+        when the event was acted on before."""
+        try:
+            async with self.store.write() as conn:
+                if seen is not None:
+                    await posts.record_delivery(conn, seen.key, seen.source, now)
+                yield conn
+        except Duplicate:
+            raise AlreadySeen(seen.key if seen else "") from None
 
     async def _follow_up(
         self, conn: Conn, ask: AskRow, follow_up: FollowUp | None, taken: bool, reason: str | None

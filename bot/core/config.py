@@ -48,7 +48,10 @@ ResponderField = Annotated[Responder, BeforeValidator(_responder)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Config sections: unknown keys are errors, and no value is coerced (a string is not a
+    boolean, nor a number)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Defaults(Strict):
@@ -117,10 +120,13 @@ class Gate(Strict):
     def specificity(self, operation: str) -> int:
         """How closely this gate names the operation: -1 when it does not match at all.
 
-        An exact name beats any prefix; a longer prefix beats a shorter one.
+        An exact name beats any prefix; a longer prefix beats a shorter one. Case does not
+        matter: `DEPLOY.prod` must not slip past a `deploy.` gate.
         """
         best = -1
+        operation = operation.lower()
         for pattern in self.operations:
+            pattern = pattern.lower()
             prefix = pattern.removesuffix("*")
             if prefix.endswith("."):
                 if operation.startswith(prefix) and len(operation) > len(prefix):

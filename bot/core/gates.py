@@ -12,6 +12,7 @@ from bot.core.config import Gate, gate_for
 from bot.core.logs import emit
 from bot.core.types import AgentInfo, CallDecision
 from store import asks as q
+from store.db import Duplicate
 from store.models import AskRow
 
 log = logging.getLogger("aye.asks")
@@ -51,7 +52,7 @@ class Gates:
         values.update(call_hash=call_hash, responders=[str(r) for r in responders])
         try:
             ask = await self.asks.insert(values, audit)
-        except q.Duplicate:
+        except Duplicate:
             # An identical call created the pending approval first: share it.
             pending = await self._open_call(call_hash)
             if pending is None:

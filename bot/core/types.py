@@ -13,6 +13,19 @@ class NoReachableResponder(Exception):
     """None of the ask's responders can be reached on a running surface."""
 
 
+class AlreadySeen(Exception):
+    """The event an answer came from (a GitHub comment, a delivery) was acted on before."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The event an answer comes from, recorded in the answer's own transaction so that it
+    acts once, and is not lost when the answer fails: `key` (e.g. `comment:123`) per `source`."""
+
+    key: str
+    source: str
+
+
 class KeyReused(Exception):
     """The idempotency key was used before with a different body."""
 

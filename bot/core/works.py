@@ -4,43 +4,69 @@ where people answer in a conversation."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.core import answering, rules
 from bot.core.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Reply, Target
 from bot.core.asks import Asks
 from bot.core.responders import Responder
-from bot.core.types import AnswerResult, FollowUp
+from bot.core.types import AnswerResult, FollowUp, Seen
 from store.models import AskRow
 
 
-async def answer_on_work(
-    asks: Asks, work_key: str, person: Responder, reply: Reply, note: str | None,
-    surface: str, public: bool = False, follow_up: FollowUp | None = None,
-) -> AnswerResult:
-    """The outcome, with the ask it concerned (None when the work has no ask it could mean)."""
-    open_asks = await asks.open_on_work(work_key)
-    named, elsewhere = await _named(asks, reply, work_key, open_asks)
+@dataclass(frozen=True, slots=True)
+class Said:
+    """Who answered on which work, when (whole seconds, as the surface stamps it), through what."""
+
+    work_key: str
+    person: Responder
+    surface: str
+    at: float | None = None  # None: now
+    public: bool = False
+    follow_up: FollowUp | None = None
+    seen: Seen | None = None  # the event, recorded with its effect so it acts once
+
+
+def asked_by_then(ask: AskRow, said: Said) -> bool:
+    """An answer written before the ask was asked does not answer it (a replayed or stale
+    comment). Compared at the surface's one-second precision: the same second counts."""
+    return said.at is None or int(ask.created_at) <= said.at
+
+
+async def answer_on_work(asks: Asks, said: Said, reply: Reply, note: str | None) -> AnswerResult:
+    """The outcome, with the ask it concerned (None when the work has no ask it could mean).
+    AlreadySeen (nothing recorded) when `said.seen` was acted on before."""
+    open_asks = [a for a in await asks.open_on_work(said.work_key) if asked_by_then(a, said)]
+    named, elsewhere = await _named(asks, reply, said, open_asks)
     choice = answering.choose(reply, open_asks, named, elsewhere)
     if isinstance(choice, Target):
-        result = await asks.answer(choice.ask, person, choice.text, note, surface, public, follow_up)
-        return AnswerResult(result.taken, result.reason, choice.ask)
+        return await _answer(asks, said, choice.ask, choice.text, note)
     if isinstance(choice, Ambiguous):
         for index, ask in enumerate(choice.open_asks):
-            # One follow-up (a reaction), whatever the number of asks it could mean.
-            await asks.refuse(ask, person, AMBIGUOUS, surface,
-                              follow_up=follow_up if index == 0 else None)
+            # One follow-up (a reaction) and one record of the event, on the first ask.
+            first = index == 0
+            await asks.refuse(ask, said.person, AMBIGUOUS, said.surface,
+                              follow_up=said.follow_up if first else None,
+                              seen=said.seen if first else None)
         return AnswerResult(False, AMBIGUOUS, choice.open_asks[0])
     if reply.ref is None:
         # Nothing open here: the newest ask of this work, if any, refuses it with its own
         # reason (already answered, expired…), recorded in its history.
-        latest = await asks.latest_on_work(work_key)
-        if latest is not None:
-            result = await asks.answer(latest, person, reply.text, note, surface, public, follow_up)
-            return AnswerResult(result.taken, result.reason, latest)
+        latest = await asks.latest_on_work(said.work_key)
+        if latest is not None and asked_by_then(latest, said):
+            return await _answer(asks, said, latest, reply.text, note)
     return AnswerResult(False, NO_OPEN_ASK, None)
 
 
+async def _answer(asks: Asks, said: Said, ask: AskRow, text: str, note: str | None) -> AnswerResult:
+    result = await asks.answer(
+        ask, said.person, text, note, said.surface, said.public, said.follow_up, said.seen
+    )
+    return AnswerResult(result.taken, result.reason, ask)
+
+
 async def _named(
-    asks: Asks, reply: Reply, work_key: str, open_asks: list[AskRow]
+    asks: Asks, reply: Reply, said: Said, open_asks: list[AskRow]
 ) -> tuple[AskRow | None, bool]:
     """The ask the reply's ref names if it is this work's, and whether it names another's."""
     parsed = rules.parse_ref(reply.ref) if reply.ref is not None else None
@@ -52,6 +78,8 @@ async def _named(
     found = await asks.find(reply.ref)
     if found is None:
         return None, False
-    if found.work_key == work_key:
+    if not asked_by_then(found, said):
+        return None, True  # it names an ask that did not exist yet: refused, never another's
+    if found.work_key == said.work_key:
         return found, False
     return None, True

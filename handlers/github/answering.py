@@ -6,12 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.core import posts, rules
+from bot.core import posts, rules, works
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
 from bot.core.types import AnswerResult, FollowUp
-from bot.core.works import answer_on_work
 
 from .events import Said
 from .parsing import Command, parse_command, reaction_for
@@ -54,10 +53,11 @@ class AnswerDesk:
         self, said: Said, command: Command, delivery_id: str, react: bool
     ) -> AnswerResult:
         follow_up = self.reaction_for_comment(said) if react and said.comment_id is not None else None
-        result = await answer_on_work(
-            self.asks, said.work_key, Responder(SURFACE, said.login), command, command.note,
-            SURFACE, public=True, follow_up=follow_up,
+        on_work = works.Said(
+            said.work_key, Responder(SURFACE, said.login), SURFACE, public=True,
+            follow_up=follow_up,
         )
+        result = await works.answer_on_work(self.asks, on_work, command, command.note)
         emit(log, "github.answer", delivery=delivery_id, by=said.login,
              where=f"{said.repo}#{said.number}", ask=result.ask.id if result.ask else None,
              ref=rules.ref(result.ask) if result.ask else None,

@@ -36,7 +36,7 @@ class GitHubWork(BaseModel):
 class GitHubSection(BaseModel):
     """The config file's `[github]`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     post_questions: bool = False
 

@@ -32,7 +32,7 @@ class SlackWork(BaseModel):
 class SlackSection(BaseModel):
     """The config file's `[slack]`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     default_channel: str | None = Field(default=None, pattern=r"^[CGD][A-Z0-9]+$")
 
