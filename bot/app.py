@@ -23,6 +23,7 @@ from bot.core.gates import Gates
 from bot.core.surface import SurfaceConfigError, SurfacePlugin
 from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
+from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
@@ -33,6 +34,8 @@ log = logging.getLogger("aye")
 ASKS = web.AppKey("asks", Asks)
 # What /healthz says of each surface, on or off, in the order of the plug-ins.
 SURFACE_NAMES = web.AppKey("surface_names", list[str])
+# On SIGTERM: in-flight sends get this long to finish; the whole stop stays within 10 s.
+DRAIN_S = 5.0
 # GitHub sends webhook payloads of up to 25 MB; the /v1 routes hold their own 64 KiB limit.
 MAX_REQUEST = 26 * 1024 * 1024
 
@@ -83,11 +86,14 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         for surface in asks.surfaces.values():
             await surface.start(session)
             stack.push_async_callback(surface.close)
+        deliverer = Deliverer(asks)
         tasks = [
             asyncio.create_task(run_clock(asks), name="aye-clock"),
-            asyncio.create_task(Deliverer(asks).run(), name="aye-outbox"),
+            asyncio.create_task(deliverer.run(), name="aye-outbox"),
         ]
         stack.push_async_callback(_cancel, tasks)
+        # Runs first on the way out: sends in flight finish before the loops are cancelled.
+        stack.push_async_callback(deliverer.drain, tasks[1], DRAIN_S)
         yield
 
 
@@ -145,21 +151,20 @@ def serve() -> int:
         app = create_app(settings, config, tokens)
     except SurfaceConfigError as exc:
         return _fail(str(exc))
-    print(f"aye: listening on http://{settings.host}:{settings.port}", flush=True)
-    print(f"aye: store {store_line}", flush=True)
-    if not settings.config_path.exists():
-        print(f"aye: no config file at {settings.config_path}; using the defaults", flush=True)
-    for line in surface_lines:
-        print(f"aye: {line}", flush=True)
-    if settings.operator_token is None or (not config.agents and settings.agent_token is None):
-        print(f"aye: generated tokens are kept in {token_path.resolve()}", flush=True)
-    if config.agents:
-        print(f"aye: agents: {', '.join(a.name for a in config.agents)}", flush=True)
+
+    def banner(port: int) -> list[str]:
+        lines = [f"listening on http://{settings.host}:{port}", f"store {store_line}"]
+        if not settings.config_path.exists():
+            lines.append(f"no config file at {settings.config_path}; using the defaults")
+        lines += surface_lines
+        if settings.operator_token is None or (not config.agents and settings.agent_token is None):
+            lines.append(f"generated tokens are kept in {token_path.resolve()}")
+        if config.agents:
+            lines.append(f"agents: {', '.join(a.name for a in config.agents)}")
+        return lines
+
     try:
-        web.run_app(app, host=settings.host, port=settings.port, print=None,
-                    access_log=None, handle_signals=True)
-    except OSError as exc:
-        return _fail(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}")
-    except StoreError as exc:
+        asyncio.run(run(app, settings.host, settings.port, banner, app[ASKS].release_waiters))
+    except (CannotListen, StoreError) as exc:
         return _fail(str(exc))
     return 0

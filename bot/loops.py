@@ -62,9 +62,18 @@ class Deliverer:
     def __init__(self, asks: Asks) -> None:
         self.asks = asks
         self._slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
+        self.stopping = False
+
+    async def drain(self, task: asyncio.Task[None], within: float) -> None:
+        """On the way out: claim nothing new, let the sends in flight finish (for `within`
+        seconds at most; what is still unsent then goes back to the outbox, never lost)."""
+        self.stopping = True
+        self.asks.outbox_poke.set()
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), within)
 
     async def run(self) -> None:
-        while True:
+        while not self.stopping:
             self.asks.outbox_poke.clear()
             try:
                 rows = await outbox.claim(
@@ -81,7 +90,8 @@ class Deliverer:
                 due = None
             now = self.asks.clock.now()
             until = now + IDLE_LOOK if due is None else min(max(due, now + 0.05), now + IDLE_LOOK)
-            await self.asks.clock.sleep_until(until, self.asks.outbox_poke)
+            if not self.stopping:
+                await self.asks.clock.sleep_until(until, self.asks.outbox_poke)
 
     async def deliver(self, row: OutboxRow) -> None:
         surface = self.asks.surfaces.get(row.surface)

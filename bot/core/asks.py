@@ -55,6 +55,8 @@ class Asks:
         self.outbox_poke = asyncio.Event()
         # When the clock loop next wakes by itself: a new deadline before it pokes the loop.
         self.clock_wakes_at = 0.0
+        # Set on the way out: parked agents get their ask as it stands, now, and come back later.
+        self.closing = False
         self._background: set[asyncio.Task[None]] = set()
 
     # -- surfaces ------------------------------------------------------------------------
@@ -113,8 +115,9 @@ class Asks:
             return await q.histories(conn, seqs)
 
     async def wait(self, ask: AskRow, timeout: float) -> AskRow:
-        """Return as soon as the ask is no longer open, or after `timeout` with it open."""
-        if ask.status != rules.OPEN or timeout <= 0:
+        """Return as soon as the ask is no longer open, or after `timeout` with it open (or at
+        once when the process is stopping: see release_waiters)."""
+        if ask.status != rules.OPEN or timeout <= 0 or self.closing:
             return ask
         with self.waiters.watch(ask.id) as woken:
             # Read again under watch: an answer between the caller's read and now is not missed.
@@ -127,6 +130,14 @@ class Asks:
                 # (NOTIFY) or a timeout needs a read.
                 current = handed or await self.by_seq(ask.seq or 0) or current
         return current
+
+    def release_waiters(self) -> int:
+        """Stopping: every parked agent gets its ask as it stands (still open) at once, and new
+        waits return at once. How many were parked."""
+        self.closing = True
+        parked = len(self.waiters)
+        self.waiters.wake_all()
+        return parked
 
     async def mark_read(self, ask: AskRow) -> None:
         """The agent has seen its closed ask: record it once, and erase a sensitive answer."""

@@ -1,0 +1,94 @@
+"""Starting and stopping `aye serve` as an operator meets it: one line per start-up failure,
+"listening on" only once bound, and a stop that answers parked agents and exits at once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from tests.conftest import PG_SERVER
+from tests.test_process import AGENT, Api, Server, base_env, free_port, start_server, store_url
+
+__all__ = ["store_url"]  # a fixture, used by name below
+
+
+def said(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """What aye said on stderr, without its log lines (a fresh store logs its migration)."""
+    return [line for line in done.stderr.splitlines() if line.startswith("aye: ")]
+
+
+def serve_once(tmp: Path, database_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = base_env(tmp, database_url, AYE_OPERATOR_TOKEN="op", AYE_AGENT_TOKEN="agent", **env)
+    return subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp, env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
+async def test_sigterm_answers_parked_waits_and_exits_0_within_10s(
+    tmp_path: Path, store_url: str
+) -> None:
+    server: Server = await start_server(tmp_path, store_url)
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, server.url)
+        made = [(await api.call("POST", "/v1/asks", json={"question": f"q{i}?"}))[1] for i in range(3)]
+        waits = [
+            asyncio.create_task(api.call("GET", f"/v1/asks/{a['id']}/wait?timeout=120"))
+            for a in made
+        ]
+        await _until_parked(api, 3)
+        began = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        answered = await asyncio.wait_for(asyncio.gather(*waits), 10)
+        code = await asyncio.to_thread(server.proc.wait, 10)
+        took = time.monotonic() - began
+    assert [(status, body["status"]) for status, body in answered] == [(200, "open")] * 3
+    assert code == 0
+    assert took < 10
+    stopping = [line for line in server.output().splitlines() if "aye.stopping" in line]
+    assert len(stopping) == 1 and "parked=3" in stopping[0]
+
+
+async def _until_parked(api: Api, count: int) -> None:
+    for _ in range(500):
+        status, health = await api.call("GET", "/healthz", token=AGENT)
+        if status == 200 and health["parked"] >= count:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the waits did not park")
+
+
+def test_an_address_in_use_is_one_line_and_nothing_claims_to_listen(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = serve_once(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
+    assert done.returncode == 2
+    assert said(done) == [f"aye: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert "listening on" not in done.stdout
+
+
+def test_a_missing_postgresql_database_is_one_line_naming_the_store(tmp_path: Path) -> None:
+    url = PG_SERVER.rsplit("/", 1)[0] + "/aye_no_such_database"
+    done = serve_once(tmp_path, url, AYE_PORT=str(free_port()))
+    assert done.returncode == 2
+    lines = said(done)
+    assert len(lines) == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert lines[0].startswith(f"aye: cannot open the store {url}:")
+    assert "aye_no_such_database" in lines[0] and "listening on" not in done.stdout
+
+
+def test_a_wrong_postgresql_port_blames_the_store_not_the_listen_address(tmp_path: Path) -> None:
+    url = "postgresql+asyncpg://postgres:secret@127.0.0.1:1/test"
+    done = serve_once(tmp_path, url, AYE_PORT=str(free_port()))
+    assert done.returncode == 2
+    lines = said(done)
+    assert len(lines) == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert lines[0].startswith("aye: cannot open the store postgresql+asyncpg://postgres:***@127.0.0.1:1/test:")
+    assert "secret" not in done.stderr and "cannot listen" not in done.stderr
