@@ -16,12 +16,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import random
+import time
+import uuid
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 import aiohttp
 
 WAIT_SLICE_S = 60  # one `wait` request; the client keeps waiting across as many as it takes
+# While aye restarts (connection refused or cut, 502/503/504 from a proxy): try again after a
+# jittered, growing pause, for as long as the ask can still be answered.
+RETRY_FIRST_S = 0.2
+RETRY_MAX_S = 5.0
+RETRY_STATUSES = (502, 503, 504)
+# Without a deadline to bound them (creating an ask, a gated call), retries stop after this.
+RETRY_WITHOUT_DEADLINE_S = 300.0
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -56,6 +67,18 @@ class ApprovalUnavailable(AyeError):
         self.operation = operation
 
 
+class _Unavailable(Exception):
+    """A proxy's 502/503/504 while aye restarts: tried again like a refused connection."""
+
+
+def _loop_time_of(deadline: str | None, now_loop: float) -> float | None:
+    """The ask's ISO deadline as event-loop time, to bound retries by it."""
+    if not deadline:
+        return None
+    moment = datetime.fromisoformat(deadline.replace("Z", "+00:00")).timestamp()
+    return now_loop + (moment - time.time())
+
+
 class AyeClient:
     def __init__(self, url: str, token: str, session: aiohttp.ClientSession | None = None) -> None:
         self.url = url.rstrip("/")
@@ -74,13 +97,33 @@ class AyeClient:
             await self._session.close()
             self._session = None
 
-    async def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    async def _request(
+        self, method: str, path: str, body: Any = None, until: float | None = None
+    ) -> tuple[int, Any]:
+        """One request, tried again across a restart of aye until `until` (loop time; by
+        default RETRY_WITHOUT_DEADLINE_S from now). Only requests that are safe to repeat come
+        here: reads, waits, creates with a `key`, and gated calls."""
+        loop = asyncio.get_running_loop()
+        end = until if until is not None else loop.time() + RETRY_WITHOUT_DEADLINE_S
+        pause = RETRY_FIRST_S
+        while True:
+            try:
+                return await self._once(method, path, body)
+            except (aiohttp.ClientConnectionError, _Unavailable, TimeoutError):
+                if loop.time() + pause > end:
+                    raise
+            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, RETRY_MAX_S)
+
+    async def _once(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         if self._session is None:
             self._session = aiohttp.ClientSession()
         timeout = aiohttp.ClientTimeout(total=WAIT_SLICE_S + 30)
         async with self._session.request(
             method, self.url + path, json=body, headers=self._headers, timeout=timeout
         ) as resp:
+            if resp.status in RETRY_STATUSES:
+                raise _Unavailable(resp.status)
             data = await resp.json(content_type=None)
             if resp.status >= 400 and not (resp.status == 403 and "decision" in (data or {})):
                 data = data or {}
@@ -88,19 +131,26 @@ class AyeClient:
             return resp.status, data
 
     async def create(self, question: str, **fields: Any) -> dict[str, Any]:
-        """POST /v1/asks; returns the ask without waiting."""
+        """POST /v1/asks; returns the ask without waiting. A `key` is sent (one is made when
+        none is given), so a create retried across a restart never asks twice."""
+        fields.setdefault("key", uuid.uuid4().hex)
         _, ask = await self._request("POST", "/v1/asks", {"question": question, **fields})
         return dict(ask)
 
     async def wait(self, ask_id: str, timeout: float | None = None) -> dict[str, Any]:
-        """Park until the ask closes (or `timeout` seconds pass), across as many waits as needed."""
+        """Park until the ask closes (or `timeout` seconds pass), across as many waits as
+        needed, and across restarts of aye until the ask's deadline."""
         loop = asyncio.get_running_loop()
         end = None if timeout is None else loop.time() + timeout
+        until = None
         while True:
             left = WAIT_SLICE_S if end is None else max(0.0, min(WAIT_SLICE_S, end - loop.time()))
-            _, ask = await self._request("GET", f"/v1/asks/{ask_id}/wait?timeout={left:.0f}")
+            _, ask = await self._request(
+                "GET", f"/v1/asks/{ask_id}/wait?timeout={left:.0f}", until=until
+            )
             if ask["status"] != "open" or (end is not None and loop.time() >= end):
                 return dict(ask)
+            until = _loop_time_of(ask.get("deadline"), loop.time())
 
     async def ask(self, question: str, **fields: Any) -> str:
         """Ask and wait for the answer's value; AskClosed when it expired or was withdrawn."""

@@ -49,8 +49,10 @@ def base_env(tmp: Path, database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-async def start_server(tmp: Path, database_url: str, name: str = "aye", **env: str) -> Server:
-    port = free_port()
+async def start_server(
+    tmp: Path, database_url: str, name: str = "aye", port: int | None = None, **env: str
+) -> Server:
+    port = port or free_port()
     log = tmp / f"{name}-{port}.log"
     full = base_env(tmp, database_url, AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP,
                     AYE_AGENT_TOKEN=AGENT, **env)
