@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from dotenv import load_dotenv
 
 from ask_api.routes import AskApi, errors
 from ask_api.tokens import TokenBook
@@ -36,6 +37,7 @@ ASKS = web.AppKey("asks", Asks)
 SURFACE_NAMES = web.AppKey("surface_names", list[str])
 # On SIGTERM: in-flight sends get this long to finish; the whole stop stays within 10 s.
 DRAIN_S = 5.0
+ENV_FILE = ".env"
 # GitHub sends webhook payloads of up to 25 MB; the /v1 routes hold their own 64 KiB limit.
 MAX_REQUEST = 26 * 1024 * 1024
 
@@ -63,6 +65,21 @@ def create_app(
         app.add_routes(surface.routes())
     app.cleanup_ctx.append(_lifecycle)
     return app
+
+
+def unused_sections(
+    settings: Settings, config: AyeConfig, plugins: Sequence[SurfacePlugin] = PLUGINS
+) -> None:
+    """A surface's config section set while the surface is off would silently do nothing:
+    SurfaceConfigError naming it."""
+    for plugin in plugins:
+        section, model = config.section(plugin.name), plugin.kind.config_model
+        if section is None or model is None or section == model():
+            continue
+        if plugin.read_settings(settings.env) is None:
+            raise SurfaceConfigError(
+                f"{settings.config_path}: [{plugin.name}] is set, but {plugin.describe(None)}"
+            )
 
 
 def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> list[str]:
@@ -128,10 +145,13 @@ def _fail(line: str) -> int:
 def serve() -> int:
     """`aye serve`: exit 2 with one line when the environment or the config is unusable."""
     logs.setup()
+    # A .env in the working folder, as .env.example suggests; the real environment wins.
+    load_dotenv(ENV_FILE, override=False)
     try:
         settings = Settings.from_env()
         config = load_config(settings.config_path, settings.config_named)
         surface_lines = describe(settings)
+        unused_sections(settings, config)
         store_line = Store(settings.database_url).describe()
     except (SettingsError, ConfigError, SurfaceConfigError, StoreError) as exc:
         return _fail(str(exc))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,6 +50,27 @@ def _reason(exc: BaseException) -> str:
     cause: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
     lines = str(cause).strip().splitlines()
     return (lines[0] if lines else "") or cause.__class__.__name__
+
+
+def _own(path: Path) -> int:
+    """Hold `<store>.lock` for as long as this process has the SQLite store open: a second
+    aye process on the same file would never wake the first one's parked agents (they wake
+    in-process; PostgreSQL's NOTIFY is what spans processes), so it must refuse to start.
+
+    A POSIX record lock on a file of its own: SQLite's own locks live on the database file, and
+    closing any descriptor of a file drops all of a process's POSIX locks on it. Being per
+    process, it also lets one process (the tests) open the store more than once."""
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StoreError(
+            f"the SQLite store {path} is in use by another aye process: run one process per "
+            "SQLite file (PostgreSQL for several)"
+        ) from None
+    return fd
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -130,6 +153,7 @@ class Store:
         self._sqlite_writer: Engine | None = None
         self._sqlite_reader: Engine | None = None
         self._write_turn = asyncio.Lock()
+        self._owner: int | None = None  # the SQLite store's lock file, held while open
         if self.is_sqlite:
             path = sqlite_path(url)
             if path is not None and not path.parent.exists():
@@ -175,9 +199,11 @@ class Store:
         from store import migrate
 
         path = sqlite_path(self.url)
-        if path is not None and not path.exists():
-            # It will hold answers: readable by the owner alone, like the token file.
-            path.touch(mode=0o600)
+        if path is not None:
+            if not path.exists():
+                # It will hold answers: readable by the owner alone, like the token file.
+                path.touch(mode=0o600)
+            self._owner = _own(path)
         try:
             async with migrate.turn(), self.write() as conn:
                 await conn.run_sync(migrate.upgrade)
@@ -209,6 +235,9 @@ class Store:
                 raw.close()
 
     async def close(self) -> None:
+        if self._owner is not None:
+            os.close(self._owner)
+            self._owner = None
         if self._sqlite_writer is not None and self._sqlite_reader is not None:
             self._sqlite_writer.dispose()
             self._sqlite_reader.dispose()

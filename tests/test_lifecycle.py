@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import subprocess
@@ -92,3 +93,59 @@ def test_a_wrong_postgresql_port_blames_the_store_not_the_listen_address(tmp_pat
     assert len(lines) == 1 and len(done.stderr.splitlines()) == 1, done.stderr
     assert lines[0].startswith("aye: cannot open the store postgresql+asyncpg://postgres:***@127.0.0.1:1/test:")
     assert "secret" not in done.stderr and "cannot listen" not in done.stderr
+
+
+async def test_a_second_process_on_one_sqlite_file_refuses_to_start(tmp_path: Path) -> None:
+    """It would never wake the first one's parked agents: one process per SQLite file."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+    first: Server = await start_server(tmp_path, url)
+    try:
+        done = await asyncio.to_thread(serve_once, tmp_path, url, AYE_PORT=str(free_port()))
+    finally:
+        first.proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(first.proc.wait, 10)
+    assert done.returncode == 2
+    assert said(done) == [
+        f"aye: the SQLite store {tmp_path}/aye.db is in use by another aye process: run one "
+        "process per SQLite file (PostgreSQL for several)"
+    ]
+    # Once the first has stopped, the file is free again.
+    again = await start_server(tmp_path, url)
+    again.proc.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(again.proc.wait, 10) == 0
+
+
+async def test_serve_reads_dot_env_and_the_real_environment_wins(tmp_path: Path) -> None:
+    port = free_port()
+    (tmp_path / ".env").write_text(
+        "AYE_OPERATOR_TOKEN=op-from-dotenv\nAYE_AGENT_TOKEN=agent-from-dotenv\nAYE_PORT=1\n"
+    )
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        async with aiohttp.ClientSession() as session:
+            api = Api(session, f"http://127.0.0.1:{port}")
+            for _ in range(500):
+                with contextlib.suppress(aiohttp.ClientError):
+                    if (await api.call("GET", "/healthz"))[0] == 200:
+                        break
+                await asyncio.sleep(0.02)
+            assert (await api.call("GET", "/v1/asks", token="op-from-dotenv"))[0] == 200
+            assert (await api.call("GET", "/v1/asks", token="agent-from-dotenv"))[0] == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 10)
+    assert "generated tokens" not in log.read_text()
+
+
+def test_a_config_section_for_a_surface_that_is_off_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "aye.toml").write_text("[slack]\ndefault_channel = 'C0123ABCD'\n")
+    done = serve_once(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()))
+    assert done.returncode == 2
+    assert said(done) == [
+        f"aye: {tmp_path}/aye.toml: [slack] is set, but slack: off (set SLACK_BOT_TOKEN and "
+        "SLACK_APP_TOKEN to turn it on)"
+    ]
