@@ -14,6 +14,7 @@ import urllib.request
 from datetime import datetime
 from typing import Any
 
+from bot.logs import escape_controls
 from bot.settings import Settings, SettingsError
 from bot.tokens import read_token_file, token_file_path
 from store.db import DEFAULT_URL, Store, StoreError
@@ -96,14 +97,28 @@ def relative(ts: float | None, now: float) -> str:
     return f"in {amount}" if delta > 0 else f"{amount} ago"
 
 
+def line(value: object) -> str:
+    """Server text on one line: whitespace runs (line breaks too) as one space, and every
+    other control character as its escape (`\\x1b`, `\\u202e`), so that no agent can move the
+    cursor, rewrite a line, reorder text or write the clipboard of the operator's terminal."""
+    return escape_controls(" ".join(str(value).split()))
+
+
+def block(value: object, indent: str = "  ") -> str:
+    """Server text over several lines, each cleaned as by `line` but for its spaces, the lines
+    after the first indented: only the CLI's own labels start at the margin."""
+    lines = str(value).replace("\r\n", "\n").split("\n")
+    return ("\n" + indent).join(escape_controls(text.expandtabs(4)) for text in lines)
+
+
 def _one_line(text: str, width: int) -> str:
-    flat = " ".join(text.split())
+    flat = line(text)
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _failed(status: int, body: Any) -> int:
     message = body.get("message", f"HTTP {status}") if isinstance(body, dict) else f"HTTP {status}"
-    print(f"aye: {message}", file=sys.stderr)
+    print(f"aye: {line(message)}", file=sys.stderr)
     if status == 401:
         print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
               file=sys.stderr)
@@ -131,7 +146,7 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
     table = [("REF", "STATUS", "AGE", "DEADLINE", "QUESTION")]
     for ask in rows:
         table.append((
-            ask["ref"], ask["status"], relative(_when(ask["created_at"]), now),
+            line(ask["ref"]), line(ask["status"]), relative(_when(ask["created_at"]), now),
             relative(_when(ask["deadline"]), now) if ask["status"] == "open" else "-",
             _one_line(ask["question"], QUESTION_WIDTH),
         ))
@@ -142,24 +157,47 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
+    """Everything from the server is printed through `line` or `block`: see there."""
     status, ask = client.request("GET", f"/v1/asks/{urllib.parse.quote(args.ref)}")
     if status != 200:
         return _failed(status, ask)
-    now = time.time()
-    print(f"{ask['ref']}  {ask['kind']}  {ask['status']}  (agent {ask.get('agent', '?')})")
-    print(f"question: {ask['question']}")
+    _show_what(ask)
+    _show_when(ask, time.time())
+    _show_answer(ask)
+    print("history:")
+    for entry in ask.get("history", []):
+        extra = ", ".join(
+            f"{line(k)} {_joined(v)}" for k, v in entry.items() if k not in ("at", "event")
+        )
+        print(f"  {line(entry.get('at'))}  {line(entry.get('event'))}"
+              + (f"  ({extra})" if extra else ""))
+    return EXIT_OK
+
+
+def _joined(value: object) -> str:
+    return line(", ".join(map(str, value)) if isinstance(value, list) else value)
+
+
+def _show_what(ask: dict[str, Any]) -> None:
+    print(f"{line(ask['ref'])}  {line(ask['kind'])}  {line(ask['status'])}"
+          f"  (agent {line(ask.get('agent', '?'))})")
+    print(f"question: {block(ask['question'])}")
     if ask.get("operation"):
-        print(f"operation: {ask['operation']}")
-        print(f"input: {json.dumps(ask.get('input'), indent=2, sort_keys=True)}")
+        print(f"operation: {line(ask['operation'])}")
+        # JSON escapes every control character in its strings; cleaned all the same.
+        print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
     elif ask.get("context"):
-        print(f"context: {ask['context']}")
+        print(f"context: {block(ask['context'])}")
     if ask.get("options"):
         print("options:")
         for number, option in enumerate(ask["options"], start=1):
-            print(f"  {number}. {option}")
+            print(f"  {number}. {line(option)}")
     else:
         print("options: free text")
-    print(f"for: {', '.join(ask.get('responders', []))}")
+    print(f"for: {_joined(ask.get('responders', []))}")
+
+
+def _show_when(ask: dict[str, Any], now: float) -> None:
     if ask.get("escalation"):
         esc = ask["escalation"]
         if esc.get("escalated_at"):
@@ -168,29 +206,26 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
             state = f"escalates {relative(_when(esc['at']), now)}"
         else:
             state = "never escalated"
-        print(f"escalation: {', '.join(esc['responders'])} ({state})")
+        print(f"escalation: {_joined(esc['responders'])} ({state})")
     if ask["status"] == "open":
-        print(f"deadline: {ask['deadline']} ({relative(_when(ask['deadline']), now)})")
+        print(f"deadline: {line(ask['deadline'])} ({relative(_when(ask['deadline']), now)})")
     else:
-        print(f"deadline: {ask['deadline']}")
-        print(f"closed: {ask.get('closed_at')} ({relative(_when(ask.get('closed_at')), now)})")
+        print(f"deadline: {line(ask['deadline'])}")
+        print(f"closed: {line(ask.get('closed_at'))}"
+              f" ({relative(_when(ask.get('closed_at')), now)})")
+
+
+def _show_answer(ask: dict[str, Any]) -> None:
     if ask.get("answer"):
         answer = ask["answer"]
         shown = "(sensitive, hidden)" if answer.get("hidden") or answer.get("erased") else (
-            answer["value"])
-        print(f"answer: {shown}  by {ask.get('answered_by')} via {ask.get('surface')}")
+            block(answer["value"]))
+        print(f"answer: {shown}  by {line(ask.get('answered_by'))}"
+              f" via {line(ask.get('surface'))}")
         if answer.get("note"):
-            print(f"note: {answer['note']}")
+            print(f"note: {block(answer['note'])}")
     if ask.get("outcome"):
-        print(f"outcome: {ask['outcome']}")
-    print("history:")
-    for entry in ask.get("history", []):
-        extra = ", ".join(
-            f"{k} {', '.join(v) if isinstance(v, list) else v}"
-            for k, v in entry.items() if k not in ("at", "event")
-        )
-        print(f"  {entry['at']}  {entry['event']}" + (f"  ({extra})" if extra else ""))
-    return EXIT_OK
+        print(f"outcome: {line(ask['outcome'])}")
 
 
 def cmd_answer(client: Client, args: argparse.Namespace) -> int:
@@ -212,6 +247,9 @@ def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
     return _failed(status, reply)
 
 
+MIGRATE_WAIT_S = 60.0
+
+
 def cmd_migrate() -> int:
     """`aye migrate`: bring the store's schema up to date, as `aye serve` does at start, and
     stop. Reads AYE_DATABASE_URL alone: no config file, no tokens."""
@@ -229,7 +267,8 @@ async def _migrate(store: Store) -> str:
     from store import migrate  # Alembic: only for this command and serve
 
     try:
-        await store.open()
+        # A one-off: wait for another `aye migrate` on the same SQLite file to finish.
+        await store.open(wait_s=MIGRATE_WAIT_S)
         return await migrate.revision(store) or "none"
     finally:
         await store.close()

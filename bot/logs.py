@@ -4,31 +4,113 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
+import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from bot.core.logs import FIELDS
 
 NOISY = ("aiohttp.access", "aiosqlite", "asyncpg", "sqlalchemy", "slack_bolt", "slack_sdk",
          "gidgethub", "asyncio")
+# Where aiohttp reports a request it could not parse ("Error handling request", at error).
+PROTOCOL_LOGGERS = ("aiohttp.server", "aiohttp.web_protocol")
+# Control characters (C0, DEL, C1), format characters (bidi overrides and isolates, marks),
+# line and paragraph separators, lone surrogates: what a terminal or a log reader acts on.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Zero-width (non-)joiners are Cf but only join: emoji sequences and scripts need them.
+JOINERS = frozenset({"\u200c", "\u200d"})
+SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def unsafe(char: str) -> bool:
+    return char not in JOINERS and unicodedata.category(char) in UNSAFE_CATEGORIES
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control, format and line-separator character as its escape (`\\n`,
+    `\\x1b`, `\\u2028`): printable, on one line, and showing what was there."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(c) if unsafe(c) else c for c in text)
+
+
+def _escaped(char: str) -> str:
+    if char in SHORT_ESCAPES:
+        return SHORT_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 class KeyValueFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created))
-        line = f"{stamp} {record.levelname.lower()} {record.name} {record.getMessage()}"
+        message = escape_controls(record.getMessage())
+        line = f"{stamp} {record.levelname.lower()} {record.name} {message}"
         fields: dict[str, Any] = getattr(record, FIELDS, {})
         for key, value in fields.items():
             if value is None:
                 continue
-            text = str(value)
-            if not text or any(c.isspace() or c in "\"=" for c in text):
-                text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            line += f" {key}={text}"
+            line += f" {escape_controls(str(key))}={_value(str(value))}"
         if record.exc_info and record.exc_info[0] is not None:
             # The exception's class only: its text may carry a value or a token.
             line += f" error={record.exc_info[0].__name__}"
         return line
+
+
+def _value(text: str) -> str:
+    """Bare when plain; otherwise quoted, with `\\` and `"` escaped and every control or
+    line-separator character escaped, so that no value can end the line or forge a field."""
+    escaped = escape_controls(text)
+    if text and escaped == text and not any(c.isspace() or c in "\"=\\" for c in text):
+        return text
+    return '"' + escape_controls(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+class ProtocolNoise(logging.Filter):
+    """Requests aiohttp cannot parse (scanners, TLS to a plain port, garbage) come from the
+    network, not from a fault of aye: at debug each, plus one warning line at most every
+    `every` seconds, `http.malformed_requests count=N` (how many since the last such line),
+    instead of an error with a traceback for each."""
+
+    def __init__(self, every: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.every, self.clock = every, clock
+        self.count = 0
+        self.last: float | None = None
+        self.lock = threading.Lock()
+        # aiohttp's parse errors: imported here, not at the top, so that the CLI (which
+        # shares escape_controls) does not load aiohttp.
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        self.kind: type[Exception] = HttpProcessingError
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, self.kind):
+            return True
+        with self.lock:
+            self.count += 1
+            now = self.clock()
+            due = self.last is None or now - self.last >= self.every
+            if due:
+                count, self.count, self.last = self.count, 0, now
+        if due:
+            _retell(record, logging.WARNING, "http.malformed_requests",
+                    {"count": count, "error": type(exc).__name__, "per": f"{self.every:g}s"})
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        _retell(record, logging.DEBUG, "http.malformed_request", {"error": type(exc).__name__})
+        return True
+
+
+def _retell(record: logging.LogRecord, level: int, event: str, fields: dict[str, Any]) -> None:
+    record.levelno, record.levelname = level, logging.getLevelName(level)
+    record.msg, record.args = event, ()
+    record.exc_info, record.exc_text, record.stack_info = None, None, None
+    setattr(record, FIELDS, fields)
 
 
 def setup(level: int = logging.INFO) -> None:
@@ -43,7 +125,11 @@ def setup(level: int = logging.INFO) -> None:
 def quiet_libraries() -> None:
     """Libraries log SQL parameters and request bodies at debug (aiosqlite logs every
     statement with its values): keep them at warning whatever the root level, so no answer or
-    token reaches a log through them."""
+    token reaches a log through them. Requests aiohttp cannot parse: see ProtocolNoise."""
     for noisy in NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
+    loggers = [logging.getLogger(name) for name in PROTOCOL_LOGGERS]
+    if not any(isinstance(f, ProtocolNoise) for f in loggers[0].filters):
+        noise = ProtocolNoise()  # one count and one clock for all of them
+        for logger in loggers:
+            logger.addFilter(noise)

@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,6 +26,7 @@ NOTIFY_CHANNEL = "aye_asks"
 # Under a burst (thousands of agents parking at once) requests queue for a connection rather
 # than fail; past this the API answers 503 with Retry-After.
 POOL_TIMEOUT_S = 120.0
+OWNER_POLL_S = 0.05
 
 
 class Duplicate(Exception):
@@ -52,7 +54,7 @@ def _reason(exc: BaseException) -> str:
     return (lines[0] if lines else "") or cause.__class__.__name__
 
 
-def _own(path: Path) -> int:
+def _own(path: Path, wait_s: float) -> int:
     """Hold `<store>.lock` for as long as this process has the SQLite store open: a second
     aye process on the same file would never wake the first one's parked agents (they wake
     in-process; PostgreSQL's NOTIFY is what spans processes), so it must refuse to start.
@@ -62,15 +64,20 @@ def _own(path: Path) -> int:
     process, it also lets one process (the tests) open the store more than once."""
     lock = path.with_name(path.name + ".lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError:
+            if time.monotonic() < end:
+                time.sleep(OWNER_POLL_S)
+                continue
+            os.close(fd)
         raise StoreError(
             f"the SQLite store {path} is in use by another aye process: run one process per "
             "SQLite file (PostgreSQL for several)"
-        ) from None
-    return fd
+        )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -188,7 +195,7 @@ class Store:
         async with self.engine.connect() as aconn:
             yield aconn
 
-    async def open(self) -> None:
+    async def open(self, wait_s: float = 0.0) -> None:
         """Bring the schema up to date (Alembic: store/migrations) or refuse a newer one.
 
         Raises StoreError, one line for the operator, for anything that stops the store from
@@ -203,7 +210,7 @@ class Store:
             if not path.exists():
                 # It will hold answers: readable by the owner alone, like the token file.
                 path.touch(mode=0o600)
-            self._owner = _own(path)
+            self._owner = _own(path, wait_s)
         try:
             async with migrate.turn(), self.write() as conn:
                 await conn.run_sync(migrate.upgrade)
