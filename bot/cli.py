@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import os
 import sys
@@ -14,12 +15,23 @@ import urllib.request
 from datetime import datetime
 from typing import Any
 
+from dotenv import load_dotenv
+
 from bot.logs import escape_controls
 from bot.settings import Settings, SettingsError
 from bot.tokens import read_token_file, token_file_path
-from store.db import DEFAULT_URL, Store, StoreError
+from store.urls import DEFAULT_URL
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
+SERVE_ENV = """environment (a .env file in the working folder is read too; the real environment wins):
+  AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)
+  AYE_DATABASE_URL      sqlite+aiosqlite:///./aye.db (default) or postgresql+asyncpg://…
+  AYE_HOST, AYE_PORT    where to listen (default 127.0.0.1, 8080)
+  AYE_OPERATOR_TOKEN    the operator's token (generated into aye-tokens.json when unset)
+  AYE_AGENT_TOKEN       the default agent's token, with no [[agents]] (generated when unset)
+  SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_API_URL        the Slack surface (both tokens turn it on)
+  GITHUB_WEBHOOK_SECRET, GITHUB_APP_ID, GITHUB_PRIVATE_KEY(_PATH), GITHUB_TOKEN, GITHUB_API_URL
+                        the GitHub surface (the secret, and App or token auth, turn it on)"""
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 QUESTION_WIDTH = 60
 
@@ -60,6 +72,13 @@ class Client:
             raise Unreachable(f"cannot reach aye at {self.url}: {_reason(err)}") from None
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("aye")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _reason(err: object) -> str:
     text = getattr(err, "strerror", None) or str(err)
     return str(text).lower()
@@ -85,14 +104,15 @@ def _when(text: str | None) -> float | None:
 
 
 def relative(ts: float | None, now: float) -> str:
-    """`3m ago`, `in 2h`: the largest whole unit."""
+    """`3m ago`, `in 2h`: the largest unit the span reaches, rounded to the nearest (a deadline
+    a day away a moment after it was set is `in 24h`, not `in 23h`)."""
     if ts is None:
         return "-"
     delta = ts - now
     span = abs(delta)
     for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
         if span >= size or unit == "s":
-            amount = f"{int(span // size)}{unit}"
+            amount = f"{round(span / size)}{unit}"
             break
     return f"in {amount}" if delta > 0 else f"{amount} ago"
 
@@ -143,17 +163,27 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
         print("no open asks" if not args.all else "no asks")
         return EXIT_OK
     now = time.time()
-    table = [("REF", "STATUS", "AGE", "DEADLINE", "QUESTION")]
+    table = [("REF", "STATUS", "AGENT", "AGE", "DEADLINE", "QUESTION")]
     for ask in rows:
         table.append((
-            line(ask["ref"]), line(ask["status"]), relative(_when(ask["created_at"]), now),
+            line(ask["ref"]), line(ask["status"]), _one_line(str(ask.get("agent", "?")), 20),
+            relative(_when(ask["created_at"]), now),
             relative(_when(ask["deadline"]), now) if ask["status"] == "open" else "-",
-            _one_line(ask["question"], QUESTION_WIDTH),
+            _one_line(_what(ask), QUESTION_WIDTH),
         ))
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
     return EXIT_OK
+
+
+def _what(ask: dict[str, Any]) -> str:
+    """The question; for an approval its operation and input, so that two approvals of one
+    operation can be told apart."""
+    if ask.get("operation"):
+        shown = json.dumps(ask.get("input"), sort_keys=True, separators=(",", ":"))
+        return f"approve {ask['operation']} {shown}"
+    return str(ask["question"])
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
@@ -232,11 +262,32 @@ def cmd_answer(client: Client, args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"answer": args.answer}
     if args.note:
         body["note"] = args.note
-    status, reply = client.request("POST", f"/v1/asks/{urllib.parse.quote(args.ref)}/answer", body)
+    path = f"/v1/asks/{urllib.parse.quote(args.ref)}"
+    status, reply = client.request("POST", path + "/answer", body)
     if status == 200:
-        print(f"taken: {args.ref} answered")
+        _, ask = client.request("GET", path)
+        value = (ask.get("answer") or {}).get("value") if isinstance(ask, dict) else None
+        shown = "(sensitive, hidden)" if value is None else line(_value(value))
+        print(f"taken: {line(args.ref)} answered {shown}")
         return EXIT_OK
-    return _failed(status, reply)
+    code = _failed(status, reply)
+    if status == 422 and isinstance(reply, dict) and reply.get("error") == "invalid_answer":
+        _, ask = client.request("GET", path)
+        if isinstance(ask, dict) and ask.get("options"):
+            print(f"aye: valid answers: {_valid(ask)}", file=sys.stderr)
+    return code
+
+
+def _value(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _valid(ask: dict[str, Any]) -> str:
+    options = [line(o) for o in ask["options"]]
+    if ask.get("kind") == "approval":
+        return " or ".join(options)
+    numbered = ", ".join(f"{n}. {o}" for n, o in enumerate(options, start=1))
+    return f"{numbered} (the number or the text)"
 
 
 def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
@@ -253,6 +304,8 @@ MIGRATE_WAIT_S = 60.0
 def cmd_migrate() -> int:
     """`aye migrate`: bring the store's schema up to date, as `aye serve` does at start, and
     stop. Reads AYE_DATABASE_URL alone: no config file, no tokens."""
+    from store.db import Store, StoreError  # SQLAlchemy: only for this command and serve
+
     try:
         store = Store(Settings.from_env().database_url)
         revision = asyncio.run(_migrate(store))
@@ -263,7 +316,7 @@ def cmd_migrate() -> int:
     return EXIT_OK
 
 
-async def _migrate(store: Store) -> str:
+async def _migrate(store: Any) -> str:
     from store import migrate  # Alembic: only for this command and serve
 
     try:
@@ -276,8 +329,15 @@ async def _migrate(store: Store) -> str:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="aye", description="Ask people, from agents.")
+    top.add_argument("--version", action="version", version=f"aye {_version()}")
     sub = top.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the whole service")
+    serve = sub.add_parser(
+        "serve", help="run the whole service", epilog=SERVE_ENV,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the ask API, the surfaces that are configured and the clock, in one process.",
+    )
+    serve.add_argument("--host", help="where to listen (overrides AYE_HOST)")
+    serve.add_argument("--port", help="the port to listen on (overrides AYE_PORT)")
     sub.add_parser("migrate", help="bring the store's schema up to date (serve does it at start)")
     asks = sub.add_parser("asks", help="list open asks (or all)")
     asks.add_argument("--all", action="store_true", help="every ask, not only open ones")
@@ -297,10 +357,23 @@ COMMANDS = {"asks": cmd_asks, "show": cmd_show, "answer": cmd_answer, "withdraw"
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    # A .env in the working folder (AYE_URL, AYE_OPERATOR_TOKEN…); the real environment wins.
+    load_dotenv(".env", override=False)
+    try:
+        return _dispatch(parser().parse_args(argv))
+    except BrokenPipeError:
+        # `aye asks | head`: the reader left; say nothing more, and no traceback at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from bot.app import serve
 
+        for flag, name in (("host", "AYE_HOST"), ("port", "AYE_PORT")):
+            if getattr(args, flag):
+                os.environ[name] = getattr(args, flag)
         return serve()
     if args.command == "migrate":
         return cmd_migrate()

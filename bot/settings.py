@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store.db import DEFAULT_URL
+from store.urls import DEFAULT_URL
 
 
 class SettingsError(Exception):

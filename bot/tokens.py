@@ -7,7 +7,7 @@ import os
 import secrets
 from pathlib import Path
 
-from store.db import sqlite_path
+from store.urls import sqlite_path
 
 TOKEN_FILE_NAME = "aye-tokens.json"
 

@@ -18,10 +18,10 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 import store.models  # noqa: F401  (the tables; store/__init__.py configures their mappers)
+from store.urls import sqlite_path
 
 log = logging.getLogger("aye.store")
 
-DEFAULT_URL = "sqlite+aiosqlite:///./aye.db"
 NOTIFY_CHANNEL = "aye_asks"
 # Under a burst (thousands of agents parking at once) requests queue for a connection rather
 # than fail; past this the API answers 503 with Retry-After.
@@ -35,16 +35,6 @@ class Duplicate(Exception):
 
 class StoreError(Exception):
     """The store cannot be used as configured; the message is for the operator."""
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file behind a SQLite URL, or None for another database or an in-memory one."""
-    parsed = make_url(url)
-    if not parsed.drivername.startswith("sqlite"):
-        return None
-    if not parsed.database or parsed.database == ":memory:":
-        return None
-    return Path(parsed.database)
 
 
 def _reason(exc: BaseException) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text, text
+from sqlalchemy.orm import configure_mappers
 from sqlmodel import Field, SQLModel
 
 # BIGINT on PostgreSQL, but INTEGER on SQLite, where only "INTEGER PRIMARY KEY" is the rowid
@@ -137,3 +138,8 @@ class MetaRow(SQLModel, table=True):
 
     key: str = Field(max_length=64, primary_key=True)
     value: str = Field(max_length=200)
+
+
+# Rows are built with model_construct from query results; their attributes work only once the
+# mappers are configured, which would otherwise wait for the first ORM-style query.
+configure_mappers()

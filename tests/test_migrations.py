@@ -25,7 +25,8 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
 from store import migrate
-from store.db import Store, StoreError, sqlite_path
+from store.db import Store, StoreError
+from store.urls import sqlite_path
 from tests.conftest import OPERATOR_HEADERS, StartAye, reset_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
