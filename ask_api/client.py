@@ -50,9 +50,11 @@ class AskClosed(AyeError):
 
 
 class ApprovalRefused(AyeError):
-    def __init__(self, operation: str, by: str | None) -> None:
+    """A person refused the call; `note` is the reason they gave, if any."""
+
+    def __init__(self, operation: str, by: str | None, note: str | None = None) -> None:
         super().__init__(403, "approval_refused", f"{operation} was refused by {by}")
-        self.operation, self.by = operation, by
+        self.operation, self.by, self.note = operation, by, note
 
 
 class ApprovalTimedOut(AyeError):
@@ -173,7 +175,7 @@ class AyeClient:
             ask = await self.wait(reply["ask"]["id"])
             outcome = ask.get("outcome")
             if outcome == "approval_refused":
-                raise ApprovalRefused(operation, ask.get("by"))
+                raise ApprovalRefused(operation, ask.get("by"), (ask.get("answer") or {}).get("note"))
             if outcome == "approval_timed_out" or ask["status"] in ("expired", "withdrawn"):
                 raise ApprovalTimedOut(operation)
             # Approved: the same call again uses the approval up and is allowed.

@@ -249,13 +249,13 @@ async def test_client_helper(gated: Aye) -> None:
     surface = RecordingSurface()  # tells us, through the outbox, when an ask was posted
     gated.asks.add_surface(surface)
     async with AyeClient(gated.url, AGENT_TOKEN) as client:
-        async def approve_when_asked(answer: str) -> None:
+        async def approve_when_asked(answer: str, note: str | None = None) -> None:
             seen = len(surface.delivered)
             while not any(action == "post" for _, action in surface.delivered[seen:]):
                 surface.event.clear()
                 await surface.event.wait()
             ask_id = next(i for i, action in surface.delivered[seen:] if action == "post")
-            await gated.answer(ask_id, answer)
+            await gated.answer(ask_id, answer, note)
 
         ran: list[str] = []
 
@@ -269,12 +269,13 @@ async def test_client_helper(gated: Aye) -> None:
         await helper
         assert ran == ["1.4.2"]
 
-        helper = asyncio.create_task(approve_when_asked("refuse"))
+        helper = asyncio.create_task(approve_when_asked("refuse", "not on a Friday"))
         with pytest.raises(ApprovalRefused) as refused:
             async with client.gated("deploy.prod", {"version": "9"}):
                 ran.append("never")
         await helper
         assert refused.value.by == "operator:local" and ran == ["1.4.2"]
+        assert refused.value.note == "not on a Friday"
 
         async with client.gated("build.any"):  # not gated
             ran.append("build")
