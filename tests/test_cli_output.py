@@ -16,10 +16,11 @@ import pytest
 
 from tests.test_process import AGENT, OP, Server, base_env, start_server, stop
 
-# Clipboard write (OSC 52), line erase, cursor up, carriage return, backspaces, NUL, DEL, a C1
-# CSI, bidi overrides and isolates, Unicode line and paragraph separators, NEL.
+# Clipboard write (OSC 52), line erase, cursor up, carriage return, backspaces, DEL, a C1 CSI,
+# bidi overrides and isolates, Unicode line and paragraph separators, NEL. (NUL is refused by
+# the API itself, so it never reaches the CLI.)
 NASTY = (
-    "a\x1b]52;c;SGVsbG8=\x07b\rc\x1b[2Kd\x1b[1Ae\x08\x08f\x9bg\u202eh\u2066i\x00j\x7fk"
+    "a\x1b]52;c;SGVsbG8=\x07b\rc\x1b[2Kd\x1b[1Ae\x08\x08f\x9bg\u202eh\u2066ij\x7fk"
     "\u2028l\u2029m\x85n\x1b\\o\x90p\x9dq\u200fr"
 )
 CONFIG = """

@@ -226,9 +226,9 @@ async def test_cli_commands(tmp_path: Path, servers: list[Server], session: aioh
     listed = run_cli(tmp_path, server.url, "asks")
     assert listed.returncode == 0
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["REF", "STATUS", "AGE", "DEADLINE", "QUESTION"]
+    assert lines[0].split() == ["REF", "STATUS", "AGENT", "AGE", "DEADLINE", "QUESTION"]
     row = next(line for line in lines if line.startswith(first["ref"] + " "))
-    assert "Deploy the release to production?" in row and "in 1h" in row and "ago" in row
+    assert "Deploy the release to production?" in row and "in 2h" in row and "ago" in row
     # Aligned: the question column starts at the same place on every line.
     assert len({line.index(q) for line, q in zip(lines, ["QUESTION", "Which", "Deploy"],
                                                         strict=False)}) == 1
