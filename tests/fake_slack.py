@@ -3,6 +3,11 @@
 The real slack-sdk `AsyncWebClient(base_url=fake.api_url)` and slack-bolt's aiohttp
 `AsyncSocketModeHandler` talk to it unmodified: nothing in the libraries is patched. Every Web API
 call is recorded once in `FakeSlack.calls`; tests wait on recorded calls, never sleep.
+
+It refuses what Slack refuses: every `blocks` (chat.postMessage, chat.update, chat.postEphemeral)
+and every `view` (views.open/push/update) is checked with slack-sdk's Block Kit models, which
+know Slack's limits (a section's text 3,000 characters, a button's 75, a modal title's 24…), and
+refused with `invalid_blocks` / `invalid_arguments` as Slack does, never stored.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from typing import Any, TypeVar
 
 import pytest
 from aiohttp import WSCloseCode, WSMsgType, web
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
 
 from tests.local_server import LocalServer
 
@@ -55,6 +63,8 @@ TS_STEP_MICROS = 100
 WS_CLOSE_TIMEOUT = 2.0
 # Interactive payloads whose Socket Mode ack may carry a response (response_action, options).
 RESPONSE_PAYLOAD_TYPES = frozenset({"view_submission", "block_suggestion"})
+# Slack's ceiling on the blocks of one message (a view's, 100, slack-sdk's View checks).
+MAX_MESSAGE_BLOCKS = 50
 
 T = TypeVar("T")
 
@@ -96,9 +106,13 @@ class _Connection:
 
 
 class _SlackError(Exception):
-    def __init__(self, error: str) -> None:
+    """An `ok: false` answer; `messages` go in `response_metadata`, as Slack explains a
+    refused block ("[ERROR] … [json-pointer:/blocks/0/text]")."""
+
+    def __init__(self, error: str, messages: list[str] | None = None) -> None:
         super().__init__(error)
         self.error = error
+        self.messages = messages or []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,6 +307,62 @@ def _page(items: list[dict[str, Any]], args: Mapping[str, Any]) -> tuple[list[di
     end = start + limit
     next_cursor = base64.urlsafe_b64encode(f"next:{end}".encode()).decode() if end < len(items) else ""
     return items[start:end], next_cursor
+
+
+# ---------------------------------------------------------------------------------------------
+# Block Kit checks: what Slack refuses, as slack-sdk's models know it.
+# ---------------------------------------------------------------------------------------------
+
+
+def _model_problem(build: Callable[[], Any]) -> str | None:
+    """Why slack-sdk's model refuses what `build` makes (its `to_dict()` validates the whole
+    tree), or None when it is valid."""
+    try:
+        built = build()
+        if built is None:
+            return "unknown block type"
+        built.to_dict()
+    except (SlackObjectFormationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        return str(exc) or exc.__class__.__name__
+    return None
+
+
+def block_problems(blocks: Any, pointer: str = "/blocks", limit: int = MAX_MESSAGE_BLOCKS) -> list[str]:
+    """Slack's words for each thing wrong with a message's `blocks` (none: Slack takes them)."""
+    if not isinstance(blocks, list):
+        return [f"[ERROR] must be an array [json-pointer:{pointer}]"]
+    problems = []
+    if len(blocks) > limit:
+        problems.append(f"[ERROR] no more than {limit} items allowed [json-pointer:{pointer}]")
+    for n, block in enumerate(blocks):
+        why = "must be an object" if not isinstance(block, dict) else _model_problem(
+            lambda block=block: Block.parse(block)
+        )
+        if why is not None:
+            problems.append(f"[ERROR] {why} [json-pointer:{pointer}/{n}]")
+    return problems
+
+
+def view_problems(view: Any) -> list[str]:
+    """Slack's words for each thing wrong with a modal or Home tab view (none: it is valid)."""
+    if not isinstance(view, dict) or "type" not in view:
+        return ["[ERROR] must be an object with a type [json-pointer:/view]"]
+    why = _model_problem(lambda: View(**view))
+    return [] if why is None else [f"[ERROR] {why} [json-pointer:/view]"]
+
+
+def _check_blocks(args: Mapping[str, Any]) -> None:
+    if args.get("blocks") is None:
+        return
+    problems = block_problems(args["blocks"])
+    if problems:
+        raise _SlackError("invalid_blocks", problems)
+
+
+def _check_view(view: Any) -> None:
+    problems = view_problems(view)
+    if problems:
+        raise _SlackError("invalid_arguments", problems)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,6 +606,8 @@ class FakeSlack(LocalServer):
             body = {"ok": True, **self._dispatch(method, args, token)}
         except _SlackError as e:
             body = {"ok": False, "error": e.error}
+            if e.messages:
+                body["response_metadata"] = {"messages": e.messages}
         call = SlackCall(method, args, token, status, copy.deepcopy(body))
         async with self._changed:
             self.calls.append(call)
@@ -590,6 +662,7 @@ class FakeSlack(LocalServer):
             channel = self._dm_channel(channel)
         if not (args.get("text") or args.get("blocks") or args.get("attachments")):
             raise _SlackError("no_text")
+        _check_blocks(args)
         message: dict[str, Any] = {
             "type": "message",
             "user": self.bot_user_id,
@@ -630,6 +703,7 @@ class FakeSlack(LocalServer):
         message = self._find(channel, ts)
         if message is None:
             raise _SlackError("message_not_found")
+        _check_blocks(args)
         for key in ("text", "blocks", "attachments", "metadata"):
             if args.get(key) is not None:
                 message[key] = copy.deepcopy(args[key])
@@ -645,6 +719,7 @@ class FakeSlack(LocalServer):
         user = str(_required(args, "user", "user_not_found"))
         if not (args.get("text") or args.get("blocks") or args.get("attachments")):
             raise _SlackError("no_text")
+        _check_blocks(args)
         ts = self._new_ts()
         self.ephemerals.append(
             {
@@ -659,8 +734,7 @@ class FakeSlack(LocalServer):
         return {"message_ts": ts}
 
     def _store_view(self, spec: Any, previous_view_id: str | None) -> dict[str, Any]:
-        if not isinstance(spec, dict) or "type" not in spec:
-            raise _SlackError("invalid_arguments")
+        _check_view(spec)
         view_id = f"V{self._next_view:08d}"
         self._next_view += 1
         view: dict[str, Any] = {
@@ -704,8 +778,7 @@ class FakeSlack(LocalServer):
         if view_id not in self.views:
             raise _SlackError("not_found")
         spec = args.get("view")
-        if not isinstance(spec, dict):
-            raise _SlackError("invalid_arguments")
+        _check_view(spec)
         self.views[view_id].update(copy.deepcopy(spec))
         return {"view": copy.deepcopy(self.views[view_id])}
 
@@ -903,10 +976,13 @@ class FakeSlack(LocalServer):
         *,
         block_id: str | None = None,
         trigger_id: str | None = None,
+        team_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> dict[str, Any]:
         """Press a button on a message: by default the newest message in `channel`. When the
-        message is stored, the payload carries it and the button's block_id/text like Slack's."""
+        message is stored, the payload carries it and the button's block_id/text like Slack's.
+        `team_id`: the presser's own team, another organisation's in a Slack Connect channel
+        (default: the fake's workspace)."""
         if message_ts is None:
             stored = self._channels.get(channel, [])
             if not stored:
@@ -922,7 +998,7 @@ class FakeSlack(LocalServer):
             message=self._find(channel, message_ts),
             trigger_id=trigger_id,
             response_url=self.new_response_url(),
-            team_id=self.team_id,
+            team_id=team_id or self.team_id,
         )
         return await self.send_interactive(payload, timeout=timeout)
 
@@ -934,12 +1010,14 @@ class FakeSlack(LocalServer):
         view_id: str | None = None,
         callback_id: str | None = None,
         private_metadata: str | None = None,
+        team_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> dict[str, Any]:
         """Submit a modal and return the ack (its `payload` holds any response_action).
 
         The view is `view_id` if given, else the last view opened through the fake unless a
-        `callback_id` is given; its callback_id, private_metadata and blocks are the defaults."""
+        `callback_id` is given; its callback_id, private_metadata and blocks are the defaults.
+        `team_id`: the submitter's own team (default: the fake's workspace)."""
         if view_id is None and callback_id is None and self.views:
             view_id = list(self.views)[-1]
         view = self.views.get(view_id) if view_id is not None else None
@@ -956,7 +1034,7 @@ class FakeSlack(LocalServer):
             values,
             view_id=view_id or "V111",
             blocks=copy.deepcopy(view["blocks"]) if view.get("blocks") else None,
-            team_id=self.team_id,
+            team_id=team_id or self.team_id,
         )
         return await self.send_interactive(payload, timeout=timeout)
 

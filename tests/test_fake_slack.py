@@ -248,6 +248,82 @@ async def test_tokens_are_checked(fake_slack: FakeSlack, client: AsyncWebClient)
     assert opened["url"].startswith(fake_slack.ws_url)
 
 
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+async def test_an_over_long_section_is_refused_as_slack_refuses_it(
+    fake_slack: FakeSlack,
+    client: AsyncWebClient,
+) -> None:
+    ts = await post_ask(client)
+
+    with pytest.raises(SlackApiError) as posted:
+        await client.chat_postMessage(channel=CHANNEL, text="x", blocks=[section("x" * 3001)])
+    with pytest.raises(SlackApiError) as updated:
+        await client.chat_update(channel=CHANNEL, ts=ts, text="x", blocks=[section("x" * 3001)])
+    with pytest.raises(SlackApiError) as told:
+        await client.chat_postEphemeral(
+            channel=CHANNEL, user="U123", text="x", blocks=[section("x"), section("x" * 3001)]
+        )
+
+    for refused in (posted, updated, told):
+        assert refused.value.response.status_code == 200
+        assert refused.value.response["error"] == "invalid_blocks"
+    assert posted.value.response["response_metadata"]["messages"] == [
+        "[ERROR] text attribute cannot exceed 3000 characters [json-pointer:/blocks/0]"
+    ]
+    assert told.value.response["response_metadata"]["messages"][0].endswith("/blocks/1]")
+    # Nothing refused is stored; the message keeps its blocks.
+    assert [m["ts"] for m in fake_slack.messages(CHANNEL)] == [ts]
+    assert fake_slack.message(CHANNEL, ts)["blocks"] == BUTTONS  # type: ignore[index]
+    assert fake_slack.ephemerals == []
+    # 3,000 is Slack's limit, not beyond it.
+    assert (await client.chat_postMessage(channel=CHANNEL, text="x", blocks=[section("x" * 3000)]))["ok"]
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        [{"type": "actions", "elements": [{"type": "button", "action_id": "a", "value": "v",
+                                           "text": {"type": "plain_text", "text": "x" * 76}}]}],
+        [{"type": "context", "elements": [{"type": "mrkdwn", "text": "x"}] * 11}],
+        [section("x")] * 51,
+        [{"type": "no_such_block"}],
+        [{"type": "section"}],
+        ["not a block"],
+    ],
+    ids=["button-text", "context-elements", "too-many-blocks", "unknown-type", "no-text", "not-object"],
+)
+async def test_blocks_slack_refuses_are_refused(
+    fake_slack: FakeSlack, client: AsyncWebClient, blocks: list[Any]
+) -> None:
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel=CHANNEL, text="x", blocks=blocks)
+
+    assert refused.value.response["error"] == "invalid_blocks"
+    assert fake_slack.messages(CHANNEL) == []
+
+
+async def test_a_view_slack_refuses_is_not_opened(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    long_title = {**ANSWER_MODAL, "title": {"type": "plain_text", "text": "x" * 25}}
+    long_section = {**ANSWER_MODAL, "blocks": [section("x" * 3001)]}
+
+    for view in (long_title, long_section):
+        with pytest.raises(SlackApiError) as refused:
+            await client.views_open(trigger_id="1.2.3", view=view)
+        assert refused.value.response["error"] == "invalid_arguments"
+        assert refused.value.response["response_metadata"]["messages"][0].startswith("[ERROR] ")
+
+    assert fake_slack.views == {}
+    opened = await client.views_open(trigger_id="1.2.3", view=ANSWER_MODAL)
+    with pytest.raises(SlackApiError):
+        await client.views_update(view_id=opened["view"]["id"], view=long_title)
+    assert fake_slack.views[opened["view"]["id"]]["title"]["text"] == "Answer"
+
+
 # -- fault injection ----------------------------------------------------------------------------
 
 
@@ -460,6 +536,25 @@ def test_block_actions_payload_takes_the_button_from_the_message() -> None:
         "primary",
     )
     assert action["text"]["text"] == "Approve"
+
+
+async def test_a_press_and_a_submission_can_come_from_another_team(
+    fake_slack: FakeSlack,
+    client: AsyncWebClient,
+) -> None:
+    app = build_app(client, asyncio.Queue())
+    ts = await post_ask(client)
+
+    async with socket_mode(app):
+        await fake_slack.press_button("U123", "approve", "yes", CHANNEL, ts, team_id="T0OTHER")
+        await fake_slack.press_button("U123", "open_modal", "ask-1", CHANNEL, ts)
+        await fake_slack.wait_for_call("views.open")
+        await fake_slack.submit_view("U123", {"answer": {"text": "hello"}}, team_id="T0OTHER")
+
+    pressed, own, submitted = (e["payload"] for e in fake_slack.envelopes)
+    assert (pressed["user"]["team_id"], pressed["team"]["id"]) == ("T0OTHER", "T0OTHER")
+    assert (own["user"]["team_id"], own["team"]["id"]) == (fake_slack.team_id,) * 2
+    assert (submitted["user"]["team_id"], submitted["team"]["id"]) == ("T0OTHER", "T0OTHER")
 
 
 def test_view_submission_payload_builds_state_and_blocks() -> None:

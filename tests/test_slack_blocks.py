@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, cast
 
 import pytest
@@ -11,11 +13,12 @@ from bot.core.asks import Asks
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, ESCALATE, POST
 from bot.core.types import AnswerResult
-from handlers.slack import blocks
+from handlers.slack import blocks, replies
 from handlers.slack.plugin import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after
 from store.models import AskRow
 from tests import builders
+from tests.fake_slack import block_problems, view_problems
 
 ASK_ID = "0123456789abcdef0123456789abcdef"
 DATE = "<!date^1893456000^{date_short_pretty} at {time}|2030-01-01 00:00 UTC>"
@@ -121,12 +124,133 @@ def test_long_text_is_cut_within_slacks_limits_and_never_inside_an_entity() -> N
 
     message = blocks.question_message(ask, "q7")
 
+    assert block_problems(message.blocks) == []
     for block in message.blocks:
         if block["type"] == "section":
             assert len(block["text"]["text"]) <= 3000
     assert blocks.fit("ab&cd", 4) == "ab…"
     assert blocks.fit("a&bcdefgh", 8) == "a&amp;b…"
     assert blocks.fit("short", 10) == "short"
+
+
+MENTIONS = "<!channel> <!here> <@U0BOSS1> <!subteam^S0TEAM1> <https://evil.example|docs> &"
+ESCAPED = (
+    "&lt;!channel&gt; &lt;!here&gt; &lt;@U0BOSS1&gt; &lt;!subteam^S0TEAM1&gt; "
+    "&lt;https://evil.example|docs&gt; &amp;"
+)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda ask: blocks.question_message(ask, "q7"),
+        lambda ask: blocks.closed_message(ask.model_copy(update={"status": "withdrawn"}), "q7"),
+        lambda ask: blocks.closed_message(ask.model_copy(update={"status": "expired"}), "q7", True),
+        lambda ask: blocks.escalation_message(ask, "q7"),
+    ],
+    ids=["post", "close", "close-escalation", "escalation"],
+)
+def test_notification_text_is_escaped_like_the_blocks(build: Any) -> None:
+    message = build(make_ask(question=f"Ship? {MENTIONS}", escalate_responders=["slack:U0456EFGH"]))
+
+    assert message.text.startswith(f"[q7] Ship? {ESCAPED}")
+    assert "<" not in message.text and ">" not in message.text
+
+
+def test_an_approval_s_notification_text_is_escaped_too() -> None:
+    ask = approval(operation="deploy.<!here>&", question="deploy.<!here>&")
+
+    for message in (blocks.question_message(ask, "a1"), blocks.escalation_message(ask, "a1"),
+                    blocks.closed_message(ask.model_copy(update={"status": "expired"}), "a1")):
+        assert "deploy.&lt;!here&gt;&amp;" in message.text
+        assert "<!here>" not in message.text and "<!here>" not in text_of(message)
+
+
+def test_a_long_notification_text_is_cut_outside_an_entity() -> None:
+    message = blocks.question_message(make_ask(question="&" * 3000), "q7")
+
+    assert len(message.text) <= blocks.FALLBACK_MAX
+    assert message.text.endswith("&amp;…")
+
+
+def test_replies_quoting_people_s_or_agents_text_escape_it() -> None:
+    answered = make_ask(status="answered", answer_value="<!channel> done & dusted")
+    words = replies.reply(make_ask(), "q7", AnswerResult(True, None, answered))
+
+    assert words == "Thanks: your answer to `q7` was taken: *&lt;!channel&gt; done &amp; dusted*"
+
+
+# -- an approval's input ------------------------------------------------------------------------
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_an_input_that_fits_is_shown_whole_with_no_note() -> None:
+    ask = approval(call_input={"version": "1.2", "html": "<b>&</b>"})
+
+    found = blocks.input_blocks(ask, "a1")
+
+    assert [b["text"]["text"] for b in found] == [
+        '*Input:*\n```{"html":"&lt;b&gt;&amp;&lt;/b&gt;","version":"1.2"}```'
+    ]
+
+
+@pytest.mark.parametrize(
+    "call_input",
+    [
+        {"steps": ["echo ok"] * 1000, "z": "DROP DATABASE prod;"},
+        {"z": "&" * 5000},  # five characters shown for each
+        {"a": "x" * 2969, "b": "ok"},  # one character over the 2,985 a section holds
+    ],
+    ids=["long", "escaped", "just-over"],
+)
+def test_a_cut_input_says_so_with_its_sha256_and_where_to_read_it(call_input: Any) -> None:
+    whole = canonical(call_input)
+
+    code, note = blocks.input_blocks(approval(call_input=call_input), "a1")
+
+    assert block_problems([code, note]) == []
+    shown = code["text"]["text"].removeprefix("*Input:*\n```").removesuffix("```")
+    plain = shown.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert whole.startswith(plain) and len(plain) < len(whole)
+    assert len(code["text"]["text"]) <= 3000
+    assert "DROP DATABASE" not in shown  # what a cut hides: the note below says it is there
+    assert note["text"]["text"] == (
+        f":warning: *The input is cut:* shown above are its first {len(plain):,} of "
+        f"{len(whole):,} characters, and the rest runs too. Read it whole with `aye show a1` "
+        "before approving. SHA-256 of the whole input (canonical JSON): "
+        f"`{hashlib.sha256(whole.encode()).hexdigest()}`"
+    )
+
+
+def test_an_input_exactly_filling_the_section_is_whole() -> None:
+    budget = 3000 - len("*Input:*\n```") - len("```")
+    call_input = {"a": "x" * (budget - len('{"a":""}'))}
+
+    [code] = blocks.input_blocks(approval(call_input=call_input), "a1")
+
+    assert len(code["text"]["text"]) == 3000
+
+
+def test_every_message_and_the_modal_pass_slack_sdk_s_checks() -> None:
+    longest = "<&>" * 1000
+    ask = make_ask(question=longest, context=longest, options=[f"{n:02d}" + "&" * 73 for n in range(20)],
+                   answer_value=longest, answer_note=longest, answered_by="github:" + "x" * 39,
+                   escalate_responders=[f"slack:U{n:08d}" for n in range(50)])
+    big = approval(call_input={"x": longest * 10}, escalate_responders=["slack:U0456EFGH"])
+    messages = [
+        build(a, ref)
+        for a, ref in ((ask, "q7zzzzzz"), (big, "a7zzzzzz"))
+        for build in (blocks.question_message, blocks.escalation_message, blocks.closed_message)
+    ]
+    messages += [blocks.closed_message(ask.model_copy(update={"status": "answered"}), "q7")]
+
+    for message in messages:
+        assert block_problems(message.blocks) == []
+    free = make_ask(question=longest, options=None, sensitive=True)
+    assert view_problems(blocks.answer_modal(free, "q7zzzzzz")) == []
 
 
 def test_button_text_is_cut_to_75() -> None:
@@ -250,13 +374,13 @@ def test_marked_ask_id() -> None:
     ids=["not-a-responder", "answered", "expired", "withdrawn", "taken", "sensitive"],
 )
 def test_reply_in_words(result: AnswerResult, words: str) -> None:
-    assert blocks.reply(make_ask(), "q7", result) == words
+    assert replies.reply(make_ask(), "q7", result) == words
 
 
 def test_reply_to_an_approval() -> None:
     approved = approval(status="answered", outcome="approved", answer_value="approve")
 
-    assert blocks.reply(approval(), "a1", AnswerResult(True, None, approved)) == (
+    assert replies.reply(approval(), "a1", AnswerResult(True, None, approved)) == (
         "You approved `deploy.prod` (`a1`)."
     )
 

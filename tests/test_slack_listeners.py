@@ -28,14 +28,14 @@ from bot.core.config import Defaults, Gate
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
 from bot.core.types import AgentInfo, NewAsk
-from handlers.slack import actions, blocks, views
-from handlers.slack.answering import ASKS
+from handlers.slack import actions, blocks, replies, views
+from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface
 from store.db import Store
 from store.models import AskRow
 from tests import builders
-from tests.fake_slack import block_actions_payload, view_submission_payload
+from tests.fake_slack import TEAM_ID, block_actions_payload, view_submission_payload
 
 RESPONDER = "U0123ABCD"
 STRANGER = "U0NOTYOU1"
@@ -102,10 +102,14 @@ class Bolt:
     def client(self) -> Any:
         return RecordingClient(self.seen)
 
+    # The teams whose members may answer: aye's own (the payloads' default team) unless a
+    # test says otherwise.
+    teams: frozenset[str] = frozenset({TEAM_ID})
+
     @property
     def context(self) -> AsyncBoltContext:
         # What the middleware of handlers.slack.surface puts in every request's context.
-        return AsyncBoltContext({ASKS: self.asks})
+        return AsyncBoltContext({ASKS: self.asks, TEAMS: self.teams})
 
     def told(self) -> list[dict[str, Any]]:
         return self.seen.of("chat_postEphemeral")
@@ -300,7 +304,7 @@ async def test_a_press_naming_no_known_ask_records_nothing(
     await bolt.press(value)
 
     assert bolt.seen.names() == ["ack", "chat_postEphemeral"]
-    assert [kw["text"] for kw in bolt.told()] == [blocks.UNKNOWN_ASK_REPLY]
+    assert [kw["text"] for kw in bolt.told()] == [replies.UNKNOWN_ASK_REPLY]
     assert (await now(asks, ask)).status == rules.OPEN
 
 
@@ -313,7 +317,7 @@ async def test_a_press_on_an_option_the_ask_no_longer_has_records_nothing(
     for stale in (f"{ask.id}:3", f"{ask.id}:0", f"{free.id}:1"):
         await bolt.press(stale)
 
-    assert [kw["text"] for kw in bolt.told()] == [blocks.STALE_BUTTON_REPLY] * 3
+    assert [kw["text"] for kw in bolt.told()] == [replies.STALE_BUTTON_REPLY] * 3
     assert [(await now(asks, a)).status for a in (ask, free)] == [rules.OPEN, rules.OPEN]
     assert [e["event"] for e in await asks.history(ask.seq or 0)] == ["created"]
 
@@ -379,7 +383,7 @@ async def test_answer_naming_no_known_ask_says_so(bolt: Bolt) -> None:
         )
 
     assert bolt.seen.names() == ["ack", "chat_postEphemeral"] * 2
-    assert [kw["text"] for kw in bolt.told()] == [blocks.UNKNOWN_ASK_REPLY] * 2
+    assert [kw["text"] for kw in bolt.told()] == [replies.UNKNOWN_ASK_REPLY] * 2
 
 
 @pytest.mark.parametrize("text", ["", "   \n ", None], ids=["empty", "blank", "untouched"])
@@ -392,7 +396,7 @@ async def test_a_blank_form_is_refused_in_the_form_itself(
 
     assert bolt.seen.calls == [(
         "ack",
-        {"response_action": "errors", "errors": {blocks.ANSWER_BLOCK: blocks.EMPTY_ANSWER_ERROR}},
+        {"response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}},
     )]
     assert (await now(asks, ask)).status == rules.OPEN
 
@@ -467,6 +471,112 @@ async def test_an_unknown_aye_button_is_only_acked(bolt: Bolt) -> None:
     assert bolt.seen.calls == [("ack", {})]
 
 
+# -- people of another organisation (Slack Connect) ------------------------------------------------
+
+
+OTHER_TEAM = "T0456OTHER"
+
+
+def refused_history(user: str = RESPONDER) -> dict[str, Any]:
+    return {"event": "refused", "by": f"slack:{user}", "why": "not_a_responder", "surface": SURFACE}
+
+
+async def last_event(asks: Asks, ask: AskRow) -> dict[str, Any]:
+    [*_, event] = await asks.history(ask.seq or 0)
+    return {k: v for k, v in event.items() if k != "at"}
+
+
+@pytest.mark.parametrize(
+    ("user_team", "payload_team", "teams"),
+    [
+        (OTHER_TEAM, OTHER_TEAM, frozenset({TEAM_ID})),
+        # The person's own team decides, not the workspace the channel is in.
+        (OTHER_TEAM, TEAM_ID, frozenset({TEAM_ID})),
+        # Fail closed: aye's own team not known yet (auth.test not answered), nobody answers.
+        (TEAM_ID, TEAM_ID, frozenset()),
+        # A payload that names no team at all.
+        (None, None, frozenset({TEAM_ID})),
+    ],
+    ids=["other-team", "other-user-in-own-workspace", "own-team-unknown", "no-team"],
+)
+async def test_an_option_press_from_outside_aye_s_teams_is_refused_and_recorded(
+    asks: Asks, bolt: Bolt, user_team: str | None, payload_team: str | None, teams: frozenset[str]
+) -> None:
+    ask = await ask_question(asks, ["yes", "no"])
+    body, action = pressed(ask, "yes", RESPONDER)
+    body["user"]["team_id"] = user_team
+    body["team"]["id"] = payload_team
+    bolt.teams = teams
+
+    await actions.press_option(
+        ack=bolt.ack, body=body, action=action, client=bolt.client, context=bolt.context
+    )
+
+    assert bolt.seen.names() == ["ack", "chat_postEphemeral"]
+    assert bolt.told() == [told(replies.outsider_reply(rules.ref(ask)))]
+    assert (await now(asks, ask)).status == rules.OPEN
+    assert await last_event(asks, ask) == refused_history()
+
+
+async def test_a_listed_team_s_press_is_taken(asks: Asks, bolt: Bolt) -> None:
+    ask = await ask_question(asks, ["yes", "no"])
+    body, action = pressed(ask, "no", RESPONDER)
+    body["user"]["team_id"] = body["team"]["id"] = OTHER_TEAM
+    bolt.teams = frozenset({TEAM_ID, OTHER_TEAM})
+
+    await actions.press_option(
+        ack=bolt.ack, body=body, action=action, client=bolt.client, context=bolt.context
+    )
+
+    assert (await now(asks, ask)).answer_value == "no"
+
+
+async def test_answer_from_another_organisation_opens_no_form(asks: Asks, bolt: Bolt) -> None:
+    ask = await ask_question(asks, None)
+    body, action = pressed(ask, "Answer", RESPONDER)
+    body["user"]["team_id"] = OTHER_TEAM
+
+    await actions.open_answer_form(
+        ack=bolt.ack, body=body, action=action, client=bolt.client, context=bolt.context
+    )
+
+    assert bolt.seen.names() == ["ack", "chat_postEphemeral"]
+    assert bolt.told() == [told(replies.outsider_reply(rules.ref(ask)))]
+    assert await last_event(asks, ask) == refused_history()
+
+
+async def test_a_submission_from_another_organisation_is_refused_in_the_form(
+    asks: Asks, bolt: Bolt
+) -> None:
+    ask = await ask_question(asks, None)
+    body = submitted(ask.id, "ship it", RESPONDER)
+    body["user"]["team_id"] = OTHER_TEAM
+
+    await views.submit_answer(
+        ack=bolt.ack, body=body, view=body["view"], client=bolt.client, context=bolt.context
+    )
+
+    assert bolt.seen.calls == [(
+        "ack", {"response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.OUTSIDER_ERROR}}
+    )]
+    assert (await now(asks, ask)).status == rules.OPEN
+    assert await last_event(asks, ask) == refused_history()
+
+
+async def test_a_submission_from_another_organisation_for_no_known_ask_records_nothing(
+    asks: Asks, bolt: Bolt
+) -> None:
+    body = submitted(UNKNOWN_ID, "ship it", RESPONDER)
+    body["user"]["team_id"] = OTHER_TEAM
+
+    await views.submit_answer(
+        ack=bolt.ack, body=body, view=body["view"], client=bolt.client, context=bolt.context
+    )
+
+    assert bolt.seen.names() == ["ack"]
+    assert bolt.seen.of("ack")[0]["response_action"] == "errors"
+
+
 # -- through bolt: the middleware and the registrations -----------------------------------------
 
 
@@ -502,6 +612,7 @@ async def test_a_press_dispatched_through_bolt_finds_the_core_by_the_middleware(
 ) -> None:
     seen = Seen()
     surface = SlackSurface(SlackSettings("xoxb-x", "xapp-x"), SlackSection(), asks)
+    surface._own_team = TEAM_ID  # as auth.test tells it at start
     # authorize: no auth.test call; Socket Mode: no signature to check.
     app = AsyncApp(
         signing_secret="s", authorize=authorize, request_verification_enabled=False,
@@ -533,8 +644,25 @@ async def test_a_press_dispatched_through_bolt_finds_the_core_by_the_middleware(
     response = await app.async_dispatch(AsyncBoltRequest(body=blank, mode="socket_mode"))
 
     assert json.loads(response.body) == {
-        "response_action": "errors", "errors": {blocks.ANSWER_BLOCK: blocks.EMPTY_ANSWER_ERROR}
+        "response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}
     }
+
+
+async def test_before_auth_test_answers_the_middleware_lets_nobody_answer(asks: Asks) -> None:
+    surface = SlackSurface(
+        SlackSettings("xoxb-x", "xapp-x"), SlackSection(teams=[TEAM_ID]), asks
+    )
+    context = AsyncBoltContext()
+
+    async def next_() -> None:
+        return None
+
+    await surface._with_asks(context, next_)
+    # Fail closed: not even a listed team while aye's own is unknown.
+    assert context[TEAMS] == frozenset() == surface.answering_teams()
+    surface._own_team = "T0OWN1"  # what auth.test tells at start
+    await surface._with_asks(context, next_)
+    assert context[TEAMS] == frozenset({"T0OWN1", TEAM_ID})
 
 
 async def authorize(team_id: str | None, enterprise_id: str | None) -> AuthorizeResult:

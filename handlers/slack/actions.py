@@ -16,8 +16,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core import answering, rules
 from bot.core.responders import Responder, admitted
-from handlers.slack import blocks
-from handlers.slack.answering import answer_as, asks_of, tell, where_pressed
+from handlers.slack import blocks, replies
+from handlers.slack.answering import (
+    answer_as,
+    asks_of,
+    outsider,
+    refuse_outsider,
+    tell,
+    where_pressed,
+)
 from handlers.slack.plugin import SURFACE
 
 OPTION_PRESS = re.compile(rf"^{blocks.OPTION_ACTION}\d+$")
@@ -35,11 +42,14 @@ async def press_option(
     parsed = blocks.parse_option_value(str(action.get("value", "")))
     ask = await asks.find(parsed[0]) if parsed else None
     if parsed is None or ask is None:
-        await tell(client, where, user_id, blocks.UNKNOWN_ASK_REPLY)
+        await tell(client, where, user_id, replies.UNKNOWN_ASK_REPLY)
+        return
+    if outsider(body, context):  # another organisation's member (Slack Connect): never
+        await tell(client, where, user_id, await refuse_outsider(asks, ask, body))
         return
     number = parsed[1]
     if not ask.options or not 1 <= number <= len(ask.options):
-        await tell(client, where, user_id, blocks.STALE_BUTTON_REPLY)
+        await tell(client, where, user_id, replies.STALE_BUTTON_REPLY)
         return
     # The option's text, not its number: with options like "1", "3", "5", the text "3"
     # means the option "3" (see bot.core.rules.match_answer).
@@ -58,15 +68,18 @@ async def open_answer_form(
     ask_id = str(action.get("value", ""))
     ask = await asks.find(ask_id) if blocks.is_ask_id(ask_id) else None
     if ask is None:
-        await tell(client, where, user_id, blocks.UNKNOWN_ASK_REPLY)
+        await tell(client, where, user_id, replies.UNKNOWN_ASK_REPLY)
+        return
+    if outsider(body, context):
+        await tell(client, where, user_id, await refuse_outsider(asks, ask, body))
         return
     ref = rules.ref(ask)
     # Said before the form opens, so nobody types an answer that cannot be taken.
     if ask.status != rules.OPEN:
-        await tell(client, where, user_id, blocks.not_open_reply(ask, ref))
+        await tell(client, where, user_id, replies.not_open_reply(ask, ref))
         return
     if not admitted(Responder(SURFACE, user_id), answering.allowed(ask)):
-        await tell(client, where, user_id, blocks.not_yours_reply(ref))
+        await tell(client, where, user_id, replies.not_yours_reply(ref))
         return
     await client.views_open(trigger_id=body["trigger_id"], view=blocks.answer_modal(ask, ref))
 

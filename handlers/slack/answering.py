@@ -1,4 +1,10 @@
-"""Taking an answer from a Slack user, and telling that user alone how it went."""
+"""Taking an answer from a Slack user, and telling that user alone how it went.
+
+Only members of aye's own workspace (the team of its bot token, from `auth.test`) and of the
+teams listed in `[slack] teams` may answer: in a Slack Connect channel, people of another
+organisation press the same buttons as colleagues. Their presses are refused (`not_a_responder`),
+whatever the ask's responders, and so is everyone's while aye's own team is not known yet.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +16,20 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core import rules
+from bot.core.answering import NOT_A_RESPONDER
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from handlers.slack import blocks
+from handlers.slack import replies
 from handlers.slack.plugin import SURFACE
 from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
 
-# Where the listeners find the core: put in bolt's context by one middleware (see use_asks).
+# Where the listeners find the core and the teams whose members may answer: put in bolt's
+# context by one middleware (SlackSurface._with_asks).
 ASKS = "aye_asks"
+TEAMS = "aye_teams"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,26 @@ def asks_of(context: AsyncBoltContext) -> Asks:
     asks = context.get(ASKS)
     assert isinstance(asks, Asks), "the middleware of handlers.slack.surface puts it there"
     return asks
+
+
+def teams_of(context: AsyncBoltContext) -> frozenset[str]:
+    """The teams whose members may answer; none (everyone refused) when not known."""
+    teams = context.get(TEAMS)
+    return teams if isinstance(teams, frozenset) else frozenset()
+
+
+def team_of(body: dict[str, Any]) -> str | None:
+    """The presser's own team: `user.team_id` (their organisation's, in a Slack Connect
+    channel too), else the payload's `team.id`."""
+    team = (body.get("user") or {}).get("team_id") or (body.get("team") or {}).get("id")
+    return team if isinstance(team, str) and team else None
+
+
+def outsider(body: dict[str, Any], context: AsyncBoltContext) -> bool:
+    """Whether the person of this press or submission may not answer here at all: of another
+    team, of no team said, or aye's own team not known yet (fail closed)."""
+    team = team_of(body)
+    return team is None or team not in teams_of(context)
 
 
 def where_pressed(body: dict[str, Any]) -> Where | None:
@@ -71,4 +100,15 @@ async def answer_as(asks: Asks, ask: AskRow, user_id: str, text: str) -> tuple[b
     ref = rules.ref(ask)
     emit(log, "slack.answer", id=ask.id, ref=ref, user=user_id, taken=result.taken,
          reason=result.reason)
-    return result.taken, blocks.reply(ask, ref, result)
+    return result.taken, replies.reply(ask, ref, result)
+
+
+async def refuse_outsider(asks: Asks, ask: AskRow, body: dict[str, Any]) -> str:
+    """Record in the ask's history that a person of another organisation tried to answer it,
+    refused as not a responder; the words to tell them."""
+    user_id = body["user"]["id"]
+    await asks.refuse(ask, Responder(SURFACE, user_id), NOT_A_RESPONDER, SURFACE)
+    ref = rules.ref(ask)
+    emit(log, "slack.outsider", level=logging.WARNING, id=ask.id, ref=ref, user=user_id,
+         team=team_of(body))
+    return replies.outsider_reply(ref)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.core import rules
-from bot.core.types import AnswerResult
 from store.models import AskRow
 
 # What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
@@ -35,8 +34,9 @@ PREVIEW_MAX = 2500  # the question shown above the modal's text field
 
 STYLES = {rules.APPROVE: "primary", rules.REFUSE: "danger"}
 LABELS = {rules.APPROVE: "Approve", rules.REFUSE: "Refuse"}
-# An approval's input is cut here before it is fitted into its code block.
-INPUT_SHOWN_MAX = 2900
+# An approval's input is shown in one section between these.
+INPUT_HEAD = "*Input:*\n```"
+INPUT_TAIL = "```"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,16 +173,40 @@ def _context(*parts: str) -> dict[str, Any]:
     }
 
 
-def _details(ask: AskRow) -> list[dict[str, Any]]:
+def _details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """The context: for an approval, the operation and its input as a code block."""
     if ask.kind == rules.APPROVAL and ask.operation:
-        cut = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
-        shown = cut.text + ("" if cut.whole else "…")
-        return [
-            _section(f"*Operation:* `{fit(ask.operation, 200)}`"),
-            _section("*Input:*\n```" + fit(shown, SECTION_MAX - 20) + "```"),
-        ]
+        return [_section(f"*Operation:* `{fit(ask.operation, 200)}`"), *input_blocks(ask, ref)]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
+
+
+def _escaped_prefix(text: str, budget: int) -> int:
+    """How many characters of `text` fit in `budget` once escaped (an `&` takes five)."""
+    used = 0
+    for n, char in enumerate(text):
+        used += len(escape(char))
+        if used > budget:
+            return n
+    return len(text)
+
+
+def input_blocks(ask: AskRow, ref: str) -> list[dict[str, Any]]:
+    """An approval's input as canonical JSON in a code block, as much of it as one section
+    holds once escaped; when that is not all of it, a second section says so plainly and
+    gives its SHA-256 and where to read it whole. Never cut silently (rules.input_shown)."""
+    budget = SECTION_MAX - len(INPUT_HEAD) - len(INPUT_TAIL)
+    shown = rules.input_shown(ask.call_input, budget)
+    if len(escape(shown.text)) > budget:
+        shown = rules.input_shown(ask.call_input, _escaped_prefix(shown.text, budget))
+    found = [_section(INPUT_HEAD + escape(shown.text) + INPUT_TAIL)]
+    if not shown.whole:
+        whole = len(rules.canonical_json(ask.call_input))
+        found.append(_section(
+            f":warning: *The input is cut:* shown above are its first {len(shown.text):,} of "
+            f"{whole:,} characters, and the rest runs too. Read it whole with `aye show {ref}` "
+            f"before approving. SHA-256 of the whole input (canonical JSON): `{shown.sha256}`"
+        ))
+    return found
 
 
 def question(ask: AskRow) -> str:
@@ -197,13 +221,14 @@ def _title(ask: AskRow, suffix: str = "") -> dict[str, Any]:
 
 
 def _fallback(ask: AskRow, ref: str, tail: str = "") -> str:
-    """Notification text: the question and its ref only, never a sensitive ask's details."""
-    return clip(f"[{ref}] {question(ask)}", FALLBACK_MAX) + tail
+    """Notification text: the question and its ref only, never a sensitive ask's details.
+    Escaped like the blocks: it is what notifications show, and mrkdwn too."""
+    return fit(f"[{ref}] {question(ask)}", FALLBACK_MAX) + tail
 
 
 def question_message(ask: AskRow, ref: str) -> Message:
     """The message asking people: question, context, who it is for, deadline, ref, buttons."""
-    blocks = [_title(ask), *_details(ask)]
+    blocks = [_title(ask), *_details(ask, ref)]
     blocks.append(
         _context(
             f"*For:* {people(ask.responders)}",
@@ -232,17 +257,18 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
             f"Nobody answered in time. It now goes to {people(ask.escalate_responders)} as well; "
             f"unless someone answers by {slack_date(ask.deadline)}, {ending}."
         ),
-        *_details(ask),
+        *_details(ask, ref),
         _context(
             f"*For:* {people([*ask.responders, *(ask.escalate_responders or [])])}",
             f"*Ref:* `{ref}`",
         ),
         buttons(ask),
     ]
-    text = f"[{ref}] Approve or refuse {ask.operation}? (escalated)" if approval else _fallback(
-        ask, ref, " (escalated)"
-    )
-    return Message(clip(text, FALLBACK_MAX + 20), blocks, ask_metadata(ask, ESCALATION_EVENT))
+    if approval:
+        text = fit(f"[{ref}] Approve or refuse {ask.operation}?", FALLBACK_MAX) + " (escalated)"
+    else:
+        text = _fallback(ask, ref, " (escalated)")
+    return Message(text, blocks, ask_metadata(ask, ESCALATION_EVENT))
 
 
 def outcome_line(ask: AskRow) -> str:
@@ -285,7 +311,7 @@ def _closed_words(ask: AskRow) -> str:
 def closed_message(ask: AskRow, ref: str, escalation: bool = False) -> Message:
     """The posted message once the ask is closed: how it ended and who answered, no buttons."""
     title = _title(ask, " (escalated)" if escalation else "")
-    blocks = [title, *_details(ask), _section(outcome_line(ask)), _context(f"*Ref:* `{ref}`")]
+    blocks = [title, *_details(ask, ref), _section(outcome_line(ask)), _context(f"*Ref:* `{ref}`")]
     metadata = ask_metadata(ask, ESCALATION_EVENT if escalation else ASK_EVENT)
     return Message(_fallback(ask, ref, f" ({_closed_words(ask)})"), blocks, metadata)
 
@@ -328,39 +354,3 @@ def answer_text(view_state: dict[str, Any]) -> str:
     entry = (view_state.get(ANSWER_BLOCK) or {}).get(ANSWER_INPUT) or {}
     value = entry.get("value")
     return value if isinstance(value, str) else ""
-
-
-# -- what the presser alone is told ------------------------------------------------------------
-
-
-def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
-    """The ephemeral line after a press or a submission: taken, or why not, in words."""
-    if not result.taken:
-        why = rules.REASONS.get(result.reason or "", "it could not be taken")
-        return f"Your answer to `{ref}` was not taken: {why}."
-    taken = result.ask or ask
-    if taken.outcome == rules.APPROVED:
-        return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
-    if taken.outcome == rules.APPROVAL_REFUSED:
-        return f"You refused `{fit(taken.operation or ref, 200)}` (`{ref}`)."
-    if taken.sensitive or taken.answer_value is None:
-        return f"Thanks: your answer to `{ref}` was taken."
-    return f"Thanks: your answer to `{ref}` was taken: *{fit(taken.answer_value, 2000)}*"
-
-
-def not_open_reply(ask: AskRow, ref: str) -> str:
-    why = rules.REASONS.get(rules.closed_reason(ask.status), "it is closed")
-    return f"`{ref}` cannot be answered any more: {why}."
-
-
-def not_yours_reply(ref: str) -> str:
-    return f"You cannot answer `{ref}`: {rules.REASONS['not_a_responder']}."
-
-
-UNKNOWN_ASK_REPLY = "aye does not know this question any more, so nothing was recorded."
-STALE_BUTTON_REPLY = "That button no longer matches the question, so nothing was recorded."
-FAILED_REPLY = (
-    "Something went wrong while aye handled that, and it may not have been recorded. "
-    "Please try again in a moment."
-)
-EMPTY_ANSWER_ERROR = "Write an answer first."

@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.logs import emit
-from handlers.slack import blocks
+from handlers.slack import replies
 from handlers.slack.answering import tell, where_pressed
 
 log = logging.getLogger("aye.slack")
@@ -35,7 +35,7 @@ def register(app: AsyncApp) -> None:
         if body.get("type") != "block_actions" or not user_id:
             return
         try:
-            await tell(client, where_pressed(body), user_id, blocks.FAILED_REPLY)
+            await tell(client, where_pressed(body), user_id, replies.FAILED_REPLY)
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             emit(log, "slack.untold", level=logging.WARNING, user=user_id,
                  error=exc.__class__.__name__, slack_error=slack_error(exc))

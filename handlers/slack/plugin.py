@@ -18,6 +18,8 @@ SURFACE = "slack"
 DEFAULT_API = "https://slack.com/api/"
 # Slack member IDs: U… for users, W… for Enterprise Grid users.
 MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+# A workspace's team id, as `auth.test` and every interaction payload give it.
+TEAM_ID = r"^T[A-Z0-9]+$"
 
 
 class SlackWork(BaseModel):
@@ -35,6 +37,9 @@ class SlackSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     default_channel: str | None = Field(default=None, pattern=r"^[CGD][A-Z0-9]+$")
+    # Other workspaces whose members may answer, besides aye's own (its bot token's team):
+    # in a Slack Connect channel, anyone else is refused, even for a bare `slack` responder.
+    teams: list[Annotated[str, Field(pattern=TEAM_ID)]] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -35,7 +35,7 @@ from bot.core.responders import Responder
 from bot.core.surface import CLOSE, ESCALATE, POST, RetryLater
 from handlers import retry
 from handlers.slack import actions, errors, views
-from handlers.slack.answering import ASKS
+from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.errors import slack_error
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
@@ -108,6 +108,8 @@ class SlackSurface:
         self._app_token = settings.app_token
         self._api_url = settings.api_url
         self._default_channel = section.default_channel
+        self._other_teams = frozenset(section.teams)
+        self._own_team: str | None = None  # from auth.test: until then nobody may answer
         self._asks = asks
         self._posts: Posts | None = None
         self._app: AsyncApp | None = None
@@ -195,9 +197,18 @@ class SlackSurface:
     async def _with_asks(
         self, context: AsyncBoltContext, next: Callable[[], Awaitable[None]]
     ) -> None:
-        """The one middleware: every listener finds the core in its context."""
+        """The one middleware: every listener finds the core, and the teams whose members may
+        answer, in its context."""
         context[ASKS] = self._asks
+        context[TEAMS] = self.answering_teams()
         await next()
+
+    def answering_teams(self) -> frozenset[str]:
+        """aye's own team and the configured ones; none while aye's own is unknown (fail
+        closed: a press is never taken on a guess about who pressed)."""
+        if self._own_team is None:
+            return frozenset()
+        return self._other_teams | {self._own_team}
 
     async def close(self) -> None:
         if self._retrying is not None:
@@ -257,6 +268,8 @@ class SlackSurface:
         status, data = await self._check("auth.test", "SLACK_BOT_TOKEN")
         if status == OK and self._posts is not None:
             self._posts.bot_id = data.get("bot_id")
+            team = data.get("team_id")
+            self._own_team = team if isinstance(team, str) and team else None
         return status
 
     async def _check_app_token(self) -> str:

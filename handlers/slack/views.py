@@ -12,8 +12,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core import posts
 from bot.core.logs import emit
-from handlers.slack import blocks
-from handlers.slack.answering import answer_as, asks_of, tell, where_posted
+from handlers.slack import blocks, replies
+from handlers.slack.answering import (
+    answer_as,
+    asks_of,
+    outsider,
+    refuse_outsider,
+    tell,
+    where_posted,
+)
 from handlers.slack.plugin import SURFACE
 
 log = logging.getLogger("aye.slack")
@@ -24,17 +31,25 @@ async def submit_answer(
     context: AsyncBoltContext,
 ) -> None:
     text = blocks.answer_text(view["state"]["values"])
-    if not text.strip():
-        # The one refusal shown in the form itself: it needs no lookup, so it is the ack.
-        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: blocks.EMPTY_ANSWER_ERROR})
+    refused = outsider(body, context)
+    # The refusals shown in the form itself need no lookup, so they are the ack. A person of
+    # another organisation is refused there, and the refusal then recorded below.
+    if refused:
+        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: replies.OUTSIDER_ERROR})
+    elif not text.strip():
+        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR})
         return
-    await ack()
+    else:
+        await ack()
     asks = asks_of(context)
     user_id = body["user"]["id"]
     ask_id = str(view.get("private_metadata", ""))
     ask = await asks.find(ask_id) if blocks.is_ask_id(ask_id) else None
     if ask is None:
         emit(log, "slack.unknown_ask", level=logging.WARNING, user=user_id)
+        return
+    if refused:  # another organisation's member (Slack Connect): recorded, told in the form
+        await refuse_outsider(asks, ask, body)
         return
     # A modal has no channel: tell them in the thread where the question was posted.
     where = where_posted(await posts.post_location(asks, ask, SURFACE))

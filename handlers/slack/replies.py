@@ -1,0 +1,57 @@
+"""What the presser alone is told (ephemerally, or in the answer form): pure words, no I/O.
+
+Agent text quoted here (an operation, an answer) is escaped like the blocks' (blocks.fit):
+an ephemeral line is mrkdwn too, and must not mention anyone or make a link.
+"""
+
+from __future__ import annotations
+
+from bot.core import rules
+from bot.core.types import AnswerResult
+from handlers.slack.blocks import fit
+from store.models import AskRow
+
+# Why a member of another organisation (Slack Connect) cannot answer, after the reason's words.
+OUTSIDER_WHY = (
+    "only members of aye's own Slack workspace (or of a workspace its operator allows) "
+    "can answer here"
+)
+
+
+def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
+    """The ephemeral line after a press or a submission: taken, or why not, in words."""
+    if not result.taken:
+        why = rules.REASONS.get(result.reason or "", "it could not be taken")
+        return f"Your answer to `{ref}` was not taken: {why}."
+    taken = result.ask or ask
+    if taken.outcome == rules.APPROVED:
+        return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
+    if taken.outcome == rules.APPROVAL_REFUSED:
+        return f"You refused `{fit(taken.operation or ref, 200)}` (`{ref}`)."
+    if taken.sensitive or taken.answer_value is None:
+        return f"Thanks: your answer to `{ref}` was taken."
+    return f"Thanks: your answer to `{ref}` was taken: *{fit(taken.answer_value, 2000)}*"
+
+
+def not_open_reply(ask: AskRow, ref: str) -> str:
+    why = rules.REASONS.get(rules.closed_reason(ask.status), "it is closed")
+    return f"`{ref}` cannot be answered any more: {why}."
+
+
+def not_yours_reply(ref: str) -> str:
+    return f"You cannot answer `{ref}`: {rules.REASONS['not_a_responder']}."
+
+
+def outsider_reply(ref: str) -> str:
+    """To a person of another Slack organisation (a Slack Connect channel) who pressed."""
+    return f"Your answer to `{ref}` was not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."
+
+
+UNKNOWN_ASK_REPLY = "aye does not know this question any more, so nothing was recorded."
+STALE_BUTTON_REPLY = "That button no longer matches the question, so nothing was recorded."
+FAILED_REPLY = (
+    "Something went wrong while aye handled that, and it may not have been recorded. "
+    "Please try again in a moment."
+)
+EMPTY_ANSWER_ERROR = "Write an answer first."
+OUTSIDER_ERROR = f"Not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."
