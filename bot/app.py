@@ -28,6 +28,7 @@ from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
+from store import outbox
 from store.db import Store, StoreError
 
 log = logging.getLogger("aye")
@@ -133,6 +134,7 @@ async def healthz(request: web.Request) -> web.Response:
         "store": "ok" if store_ok else "unreachable",
         "surfaces": surfaces,
         "parked": len(asks.waiters),
+        "dead_letters": await outbox.dead_letters(asks.store) if store_ok else None,
     }
     return web.json_response(body, status=200 if store_ok else 503)
 

@@ -9,9 +9,9 @@ import logging
 from bot.core import deadlines, posts
 from bot.core.asks import Asks
 from bot.core.logs import emit
-from bot.core.surface import RetryLater
+from bot.core.surface import GiveUp, RetryLater
 from store import outbox
-from store.models import OutboxRow
+from store.models import AskRow, OutboxRow
 
 log = logging.getLogger("aye.loops")
 
@@ -23,6 +23,8 @@ DELIVERY_CONCURRENCY = 16
 CLAIM_SECONDS = 60.0
 CLAIM_BATCH = 50
 MAX_BACKOFF = 300.0
+# A delivery failing this often (about two hours of backoff) is given up: a dead letter.
+MAX_ATTEMPTS = 30
 
 
 async def _sweep(asks: Asks) -> None:
@@ -112,17 +114,29 @@ class Deliverer:
                         asyncio.shield(self._retry(row, 0.0, "interrupted")), 2
                     )
                 raise
+            except GiveUp as refused:
+                await self._bury(row, ask, str(refused))
             except RetryLater as wait:
                 emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
                      action=row.action, ask=ask.id, after=wait.after, why=str(wait))
                 await self._retry(row, wait.after, str(wait))
             except Exception as exc:
+                if (row.attempts or 0) >= MAX_ATTEMPTS:
+                    why = f"gave up after {row.attempts} attempts: {exc.__class__.__name__}"
+                    await self._bury(row, ask, why)
+                    return
                 emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
                      action=row.action, ask=ask.id, attempts=row.attempts,
                      error=exc.__class__.__name__)
                 await self._retry(row, None, exc.__class__.__name__)
             else:
                 await outbox.finish(self.asks.store, row.id, self.asks.clock.now())
+
+    async def _bury(self, row: OutboxRow, ask: AskRow, why: str) -> None:
+        """A dead letter: never tried again, counted in /healthz, its reason in the history;
+        the ask's other surfaces carry on with their own rows."""
+        await outbox.bury(self.asks.store, row.id, self.asks.clock.now(), why)
+        await posts.record_undelivered(self.asks, ask, row.surface, row.action, why)
 
     async def _retry(self, row: OutboxRow, after: float | None, why: str) -> None:
         """Due again `after` seconds from now, or with backoff by the row's attempts."""

@@ -104,6 +104,8 @@ class OutboxRow(SQLModel, table=True):
     claimed_until: float | None = None
     done_at: float | None = None
     last_error: str | None = Field(default=None, max_length=300)
+    # Set when the row was given up (a permanent error, or past the retry budget): a dead letter.
+    dead_at: float | None = None
 
 
 class PostRow(SQLModel, table=True):

@@ -78,6 +78,22 @@ async def retry(store: Store, row_id: int | None, due_at: float, why: str) -> No
         )
 
 
+async def bury(store: Store, row_id: int | None, now: float, why: str) -> None:
+    """Give the row up: done, never tried again, kept as a dead letter with its reason."""
+    async with store.write() as conn:
+        await conn.execute(
+            update(OUTBOX).where(COL.id == row_id)
+            .values(due_at=None, done_at=now, dead_at=now, claimed_until=None,
+                    last_error=why[:MAX_ERROR])
+        )
+
+
+async def dead_letters(store: Store) -> int:
+    async with store.read() as conn:
+        found = await conn.scalar(select(func.count()).select_from(OUTBOX).where(COL.dead_at.is_not(None)))
+    return int(found or 0)
+
+
 async def next_due(store: Store) -> float | None:
     async with store.read() as conn:
         found = await conn.scalar(select(func.min(COL.due_at)))
@@ -85,4 +101,6 @@ async def next_due(store: Store) -> float | None:
 
 
 async def forget_done(conn: Conn, before: float) -> None:
-    await conn.execute(OUTBOX.delete().where(COL.due_at.is_(None), COL.done_at < before))
+    await conn.execute(
+        OUTBOX.delete().where(COL.due_at.is_(None), COL.done_at < before, COL.dead_at.is_(None))
+    )

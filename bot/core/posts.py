@@ -35,6 +35,18 @@ async def post_location(asks: Asks, ask: AskRow, surface: str) -> dict[str, Any]
         return await posts.location(conn, ask.seq, surface)
 
 
+async def record_undelivered(
+    asks: Asks, ask: AskRow, surface: str, action: str, why: str
+) -> None:
+    """A surface gave up showing the ask (a dead letter): say so in its history, once."""
+    now = asks.clock.now()
+    async with asks.store.write() as conn:
+        detail = {"surface": surface, "action": action, "why": why}
+        await q.add_history(conn, ask.seq, now, "undelivered", detail)
+    emit(log, "ask.undelivered", level=logging.WARNING, id=ask.id, ref=rules.ref(ask),
+         surface=surface, action=action, why=why)
+
+
 async def first_delivery(asks: Asks, delivery_id: str, source: str) -> bool:
     """True the first time a webhook delivery id is seen, False for a redelivery."""
     return await posts.first_delivery(asks.store, delivery_id, source, asks.clock.now())

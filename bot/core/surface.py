@@ -39,6 +39,12 @@ class RetryLater(Exception):
         self.after = after
 
 
+class GiveUp(Exception):
+    """Raised by `deliver` when the far side refused for good (a channel that does not exist,
+    a missing permission, a deleted comment): the row becomes a dead letter instead of being
+    retried forever. The message is the reason, safe to log and show (no agent text)."""
+
+
 class SurfaceConfigError(Exception):
     """A surface is half-configured; the message names what is missing (one line, exit 2)."""
 

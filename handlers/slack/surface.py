@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from bot.core.surface import CLOSE, ESCALATE, POST, RetryLater
+from bot.core.surface import CLOSE, ESCALATE, POST, GiveUp, RetryLater
 from handlers import retry
 from handlers.slack import actions, errors, views
 from handlers.slack.answering import ASKS, TEAMS
@@ -65,6 +65,13 @@ DEFAULT_RETRY_AFTER_S = 30.0
 # as another process with a good token may have delivered meanwhile.
 REFUSED_RETRY_S = 300.0
 
+# Slack errors that no retry can mend: the row becomes a dead letter (see bot.core.surface).
+PERMANENT = frozenset({
+    "channel_not_found", "not_in_channel", "is_archived", "invalid_blocks", "msg_too_long",
+    "missing_scope", "no_permission", "restricted_action", "invalid_metadata_format",
+    "invalid_metadata_schema", "metadata_too_large", "invalid_arguments", "too_many_attachments",
+    "thread_not_found", "user_not_in_channel", "team_access_not_granted",
+})
 OK, UNCHECKED, UNREACHABLE = "ok", "unchecked", "unreachable"
 TOKEN_REFUSED_EFFECT = {
     "SLACK_BOT_TOKEN": "Slack is off until the token is fixed and aye restarted; the HTTP API "
@@ -339,4 +346,7 @@ class SlackSurface:
                 self._auth = code or "refused"
                 self._token_refused("SLACK_BOT_TOKEN", self._auth)
             return RetryLater(REFUSED_RETRY_S, f"slack bot token refused: {code}")
+        if code in PERMANENT:
+            # Retrying cannot help: the channel, the permission or the message is what it is.
+            return GiveUp(f"slack refused {action}: {code}")
         return exc
