@@ -16,6 +16,7 @@ from handlers.env import get
 
 SURFACE = "slack"
 DEFAULT_API = "https://slack.com/api/"
+BOT_PREFIX, APP_PREFIX = "xoxb-", "xapp-"
 # Slack member IDs: U… for users, W… for Enterprise Grid users.
 MEMBER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 # A workspace's team id, as `auth.test` and every interaction payload give it.
@@ -62,11 +63,28 @@ def read_settings(env: Mapping[str, str]) -> SlackSettings | None:
         return None
     if bot is None or app is None:
         raise SurfaceConfigError("Slack needs both SLACK_BOT_TOKEN and SLACK_APP_TOKEN; only one is set")
+    _check_kinds(bot, app)
     api = get(env, "SLACK_API_URL") or DEFAULT_API
     if not api.endswith("/"):
         # slack-sdk joins method names with urljoin: without the slash they lose /api.
         api += "/"
     return SlackSettings(bot, app, api)
+
+
+def _check_kinds(bot: str, app: str) -> None:
+    """Slack's tokens say what they are by their prefix: a swapped pair, or a user token where
+    the bot's belongs, is one line at start, not a refusal later (never showing the tokens)."""
+    if bot.startswith(APP_PREFIX) and app.startswith(BOT_PREFIX):
+        raise SurfaceConfigError(
+            "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are swapped: the bot token starts with xoxb-, "
+            "the app-level token with xapp-"
+        )
+    if not bot.startswith(BOT_PREFIX):
+        raise SurfaceConfigError("SLACK_BOT_TOKEN is not a bot token: it starts with xoxb-")
+    if not app.startswith(APP_PREFIX):
+        raise SurfaceConfigError(
+            "SLACK_APP_TOKEN is not an app-level token (connections:write): it starts with xapp-"
+        )
 
 
 def describe(settings: SlackSettings | None) -> str:
