@@ -1,8 +1,9 @@
 """A fake GitHub for end-to-end tests: the REST API as gidgethub calls it, and signed webhooks.
 
-`FakeGitHub` serves, on 127.0.0.1, the few endpoints aye uses, with GitHub's auth rules (an App
-JWT for `/app/...`, an installation or plain token elsewhere), GitHub's reply shapes and headers,
-a record of every call, and injectable faults. The webhook half builds payloads from real
+`FakeGitHub` serves, on 127.0.0.1 and under `/api/v3` as GitHub Enterprise Server does (so a
+client that drops `GITHUB_API_URL`'s path gets 404), the few endpoints aye uses, with GitHub's
+auth rules (an App JWT for `/app/...`, an installation or plain token elsewhere), GitHub's reply
+shapes and headers, a record of every call, and injectable faults. The webhook half builds payloads from real
 deliveries in `tests/fixtures/github/` and POSTs them signed, as GitHub's Hookshot does.
 
 What the real gidgethub 6.0 raises for each fault this fake can produce (for retry logic):
@@ -71,6 +72,9 @@ SECONDARY_RATE_LIMIT_MESSAGE = (
 )
 HOOKSHOT_USER_AGENT = "GitHub-Hookshot/7b7b0f6"
 GITHUB_API = "https://api.github.com"
+# Where GitHub Enterprise Server serves its REST API: a client that drops a base URL's path
+# (older gidgethub did) calls `/repos/...` at the host's root and gets 404 from this fake.
+ENTERPRISE_PREFIX = "/api/v3"
 GITHUB_WEB = "https://github.com"
 
 # The fixtures are real deliveries on this repository; builders rewrite it.
@@ -96,12 +100,13 @@ class GitHubCall:
     """One request the fake received, with the status it replied."""
 
     method: str
-    path: str
+    path: str  # under the API prefix (`/repos/...`), or the whole path of a call outside it
     json_body: Any
     authorization: str | None
     query: Mapping[str, str] = field(default_factory=dict)
     status: int = 0
     headers: Mapping[str, str] = field(default_factory=dict)
+    full_path: str = ""  # as requested, API prefix included
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,11 @@ class FakeGitHub(LocalServer):
         plain_token: str = PLAIN_TOKEN,
         bot_login: str = BOT_LOGIN,
         token_ttl: timedelta = timedelta(hours=1),
+        prefix: str = ENTERPRISE_PREFIX,
     ) -> None:
+        """`prefix`: the path the API is served under (`/api/v3`, as GitHub Enterprise
+        Server does; "" as api.github.com does)."""
+        self.prefix = prefix.rstrip("/")
         self.app_id = app_id
         self.plain_token = plain_token
         self.bot_login = bot_login
@@ -190,9 +199,9 @@ class FakeGitHub(LocalServer):
 
     async def start(self) -> None:
         app = web.Application(middlewares=[self._middleware])
-        repo = "/repos/{owner}/{repo}"
+        repo = self.prefix + "/repos/{owner}/{repo}"
         app.router.add_post(
-            r"/app/installations/{installation_id:\d+}/access_tokens",
+            self.prefix + r"/app/installations/{installation_id:\d+}/access_tokens",
             self._create_access_token,
             name="access_tokens",
         )
@@ -208,7 +217,15 @@ class FakeGitHub(LocalServer):
 
     @property
     def api_url(self) -> str:
-        return self.base_url
+        """What GITHUB_API_URL is set to: the host and the API's path prefix."""
+        return self.base_url + self.prefix
+
+    def api_path(self, request: web.Request) -> str:
+        """The request's path under the API prefix (its whole path when outside it)."""
+        path = request.path
+        if self.prefix and path.startswith(self.prefix + "/"):
+            return path[len(self.prefix):]
+        return path
 
     # -- test controls ---------------------------------------------------------------------
 
@@ -305,12 +322,13 @@ class FakeGitHub(LocalServer):
                 response = self._reply(exc.status, {"message": exc.reason})
         call = GitHubCall(
             method=request.method,
-            path=request.path,
+            path=self.api_path(request),
             json_body=body,
             authorization=request.headers.get("Authorization"),
             query=dict(request.query),
             status=response.status,
             headers={k.lower(): v for k, v in request.headers.items()},
+            full_path=request.path,
         )
         async with self._changed:
             self.calls.append(call)
@@ -341,7 +359,8 @@ class FakeGitHub(LocalServer):
         return web.json_response(data, status=status, headers=all_headers)
 
     def _injected_fault(self, request: web.Request) -> web.Response | None:
-        fault = next((f for f in self._faults if f.matches(request.method, request.path)), None)
+        path = self.api_path(request)
+        fault = next((f for f in self._faults if f.matches(request.method, path)), None)
         if fault is None:
             return None
         fault.remaining -= 1
@@ -614,10 +633,12 @@ def issue_comment_event(
     installation_id: int | None = DEFAULT_INSTALLATION_ID,
     is_pull_request: bool = False,
     sender_type: str = "User",
+    created_at: datetime | None = None,
 ) -> dict[str, Any]:
     """An `issue_comment` payload: `login` (a `sender_type`) wrote `body` on `repo`#`number`.
 
-    `comment_id` None means a fresh unique id; `installation_id` None drops `installation`.
+    `comment_id` None means a fresh unique id; `installation_id` None drops `installation`;
+    `created_at` None means now (GitHub stamps whole seconds).
     """
     fixture = _ISSUE_COMMENT_FIXTURES.get(action, "issue_comment.created.1")
     payload = _for_repo(load_event(fixture), repo)
@@ -647,6 +668,7 @@ def issue_comment_event(
         html_url=f"{issue['html_url']}#issuecomment-{comment_id}",
         issue_url=f"{GITHUB_API}/repos/{repo}/issues/{number}",
         body=body,
+        created_at=_iso(created_at or _utcnow()),
         updated_at=_iso(_utcnow()),
     )
     _set_user(comment["user"], login, sender_type)
@@ -665,8 +687,10 @@ def pull_request_review_event(
     review_id: int | None = None,
     installation_id: int | None = DEFAULT_INSTALLATION_ID,
     sender_type: str = "User",
+    submitted_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """A `pull_request_review` `submitted` payload: `login` reviewed `repo`#`number`."""
+    """A `pull_request_review` `submitted` payload: `login` reviewed `repo`#`number`
+    (`submitted_at` None means now)."""
     payload = _for_repo(load_event("pull_request_review.submitted"), repo)
     pull_request = _renumber(payload["pull_request"], "pulls?|issues", 2, number)
     pull_request["number"] = number
@@ -680,7 +704,7 @@ def pull_request_review_event(
         body=body,
         state=state,
         html_url=html_url,
-        submitted_at=_iso(_utcnow()),
+        submitted_at=_iso(submitted_at or _utcnow()),
     )
     review["_links"] = {
         "html": {"href": html_url},

@@ -107,6 +107,40 @@ async def test_app_jwt_mints_a_token_that_reacts(
     assert gh.rate_limit is not None and gh.rate_limit.limit == 5000
 
 
+async def test_the_api_is_served_under_the_enterprise_prefix(
+    fake_github: FakeGitHub, session: aiohttp.ClientSession
+) -> None:
+    """As GitHub Enterprise Server serves it (`https://host/api/v3`): a client that drops the
+    base URL's path calls the host's root, and gets 404."""
+    assert fake_github.api_url == fake_github.base_url + "/api/v3"
+    minted = await installation_token(session, fake_github)
+    rooted = GitHubAPI(session, "aye", base_url=fake_github.base_url, oauth_token=minted["token"])
+
+    with pytest.raises(gidgethub.BadRequest) as refused:
+        await rooted.post(REACTIONS, repo_vars(comment_id=5), data={"content": "+1"})
+    await api(session, fake_github, minted["token"]).post(
+        REACTIONS, repo_vars(comment_id=5), data={"content": "+1"}
+    )
+
+    assert refused.value.status_code == 404
+    assert [(c.full_path, c.status) for c in fake_github.calls[1:]] == [
+        ("/repos/octo/widgets/issues/comments/5/reactions", 404),
+        ("/api/v3/repos/octo/widgets/issues/comments/5/reactions", 201),
+    ]
+    assert fake_github.calls[2].path == "/repos/octo/widgets/issues/comments/5/reactions"
+
+
+async def test_the_prefix_can_be_left_out_as_on_api_github_com(
+    session: aiohttp.ClientSession,
+) -> None:
+    async with FakeGitHub(prefix="") as fake:
+        assert fake.api_url == fake.base_url
+        reaction = await api(session, fake, fake.plain_token).post(
+            REACTIONS, repo_vars(comment_id=5), data={"content": "+1"}
+        )
+    assert reaction["content"] == "+1"
+
+
 async def test_each_mint_gives_a_new_token(
     fake_github: FakeGitHub, session: aiohttp.ClientSession
 ) -> None:

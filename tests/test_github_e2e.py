@@ -133,6 +133,9 @@ async def test_a_responders_answer_wakes_the_agent_and_gets_a_thumbs_up(hub: Hub
     call = await hub.reaction(comment_id)
     assert call.json_body == {"content": "+1"}
     assert call.authorization is not None and call.authorization.startswith("token ghs_")
+    # GITHUB_API_URL has a path, as on GitHub Enterprise Server: every call kept it.
+    assert hub.fake.api_url.endswith("/api/v3")
+    assert all(c.full_path.startswith("/api/v3/") for c in hub.fake.calls)
     view = await hub.aye.get(ask["ref"], operator=True)
     assert (view["answered_by"], view["surface"]) == ("github:octocat", "github")
     assert reactions_on(hub.fake, comment_id) == ["+1"]

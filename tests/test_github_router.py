@@ -5,6 +5,7 @@ No HTTP, no signature, no store (tests/test_github_e2e.py covers those)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,7 +17,11 @@ from tests.fake_github import load_event
 
 REPO = "Codertocat/Hello-World"  # the repository of the recorded deliveries
 COMMENT_ID = 492700400
+REVIEW_ID = 237895671
 LOGIN = "Codertocat"
+# When the recorded comment and review were written, as GitHub stamps them (whole seconds).
+COMMENTED_AT = datetime(2019, 5, 15, 15, 20, 21, tzinfo=UTC).timestamp()
+REVIEWED_AT = datetime(2019, 5, 15, 15, 20, 38, tzinfo=UTC).timestamp()
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,8 @@ async def test_a_new_comment_reaches_the_desk_with_its_facts_and_a_reaction(
     assert desk.calls == [
         Handled(
             Said(repo=REPO, number=1, login=LOGIN, by_bot=False, body="/answer yes\nafter lunch",
-                 installation_id=1, comment_id=COMMENT_ID),
+                 installation_id=1, comment_id=COMMENT_ID, key=f"comment:{COMMENT_ID}",
+                 at=COMMENTED_AT),
             "delivery-1",
             True,
         )
@@ -123,7 +129,8 @@ async def test_a_submitted_review_reaches_the_desk_without_a_reaction(desk: Reco
     assert desk.calls == [
         Handled(
             Said(repo=REPO, number=2, login=LOGIN, by_bot=False, body="/answer approve",
-                 installation_id=1, comment_id=None),
+                 installation_id=1, comment_id=None, key=f"review:{REVIEW_ID}",
+                 at=REVIEWED_AT),
             "delivery-2",
             False,
         )

@@ -10,7 +10,7 @@ from bot.core import posts, rules, works
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from bot.core.types import AnswerResult, FollowUp
+from bot.core.types import AlreadySeen, AnswerResult, FollowUp, Seen
 
 from .events import Said
 from .parsing import Command, parse_command, reaction_for
@@ -25,7 +25,8 @@ ReactFree = Callable[[Said, str], Awaitable[None]]
 
 
 class AnswerDesk:
-    """What the webhook handlers call: dedupe the delivery, answer, and schedule the reaction."""
+    """What the webhook handlers call: answer once per comment or review, and schedule the
+    reaction."""
 
     def __init__(self, asks: Asks, reaction_for_comment: ReactionFor, react_free: ReactFree) -> None:
         self.asks = asks
@@ -34,30 +35,30 @@ class AnswerDesk:
 
     async def handle(self, said: Said, delivery_id: str, react: bool) -> None:
         """An `/answer` a person wrote (anything else, and bots, are left alone), acted on
-        once per delivery."""
+        once per comment or review whatever the delivery (a redelivery, or a captured delivery
+        replayed under a new id), and recorded with its effect: a delivery whose answer failed
+        left nothing behind, so redelivering it answers."""
         command = parse_command(said.body)
         if command is None or said.by_bot:
             return
-        if await self.first_time(delivery_id):
+        try:
             await self.answer(said, command, delivery_id, react)
-
-    async def first_time(self, delivery_id: str) -> bool:
-        """Recorded before acting: a delivery whose handling crashed midway counts as seen,
-        so a redelivery never answers twice (at worst a reaction is missing)."""
-        first = await posts.first_delivery(self.asks, delivery_id, SURFACE)
-        if not first:
-            emit(log, "github.redelivery", delivery=delivery_id)
-        return first
+        except AlreadySeen:
+            emit(log, "github.redelivery", delivery=delivery_id, seen=said.key)
 
     async def answer(
         self, said: Said, command: Command, delivery_id: str, react: bool
     ) -> AnswerResult:
+        """AlreadySeen when this comment or review was acted on before (nothing done)."""
         follow_up = self.reaction_for_comment(said) if react and said.comment_id is not None else None
         on_work = works.Said(
-            said.work_key, Responder(SURFACE, said.login), SURFACE, public=True,
-            follow_up=follow_up,
+            said.work_key, Responder(SURFACE, said.login), SURFACE, at=said.at, public=True,
+            follow_up=follow_up, seen=Seen(said.key, SURFACE),
         )
         result = await works.answer_on_work(self.asks, on_work, command, command.note)
+        # No ask to record it with: recorded alone, so the free reaction is not repeated.
+        if result.ask is None and not await posts.first_delivery(self.asks, said.key, SURFACE):
+            raise AlreadySeen(said.key)
         emit(log, "github.answer", delivery=delivery_id, by=said.login,
              where=f"{said.repo}#{said.number}", ask=result.ask.id if result.ask else None,
              ref=rules.ref(result.ask) if result.ask else None,

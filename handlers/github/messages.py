@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from bot.core import rules
 from bot.core.responders import Responder
 from store.models import AskRow
 
+from . import inert
 from .parsing import ANSWER_COMMAND
+from .plugin import LOGIN
 
 MARKER = "<!-- aye:ask:{id} -->"
 GITHUB = "github"
 INLINE_MAX = 200
-# An approval's input in the question comment, cut here (the agent and `aye show` have it whole).
-INPUT_MAX = 2900
+# GitHub refuses a comment over 65,536 characters (some count UTF-8 bytes): aye's comments
+# stay under this many bytes, which is fewer characters however they are counted.
+COMMENT_BUDGET = 64_000
+# What an approval's comment says around its input when the input is cut.
+ROOM_FOR_WORDS = 500
+ESCAPED = "Characters that would not show are written as JSON `\\uXXXX` escapes (the same JSON)."
 
 
 def marker(ask_id: str) -> str:
@@ -49,29 +56,74 @@ def has_github_responder(ask: AskRow) -> bool:
 
 
 def question_comment(ask: AskRow, ref: str) -> str:
-    """A new ask, with how to answer it here; the first line is never a command."""
+    """A new ask, with how to answer it here; the first line is never a command. Agent text is
+    inert (handlers.github.inert); an approval's input is a code block, whole or plainly cut."""
     title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
-    lines = [f"**{title}** from an agent (ref `{ref}`)", "", *_quoted(question(ask))]
-    if context(ask):
-        lines += ["", *_quoted(context(ask) or "")]
+    head = [f"**{title}** from an agent (ref `{ref}`)", "", *inert.quoted(question(ask))]
+    if ask.context and not _is_call(ask):
+        head += ["", *inert.quoted(ask.context)]
+    tail: list[str] = []
     if ask.options:
-        lines += ["", *(f"{n}. {option}" for n, option in enumerate(ask.options, start=1))]
-    lines += ["", *_how_to_answer(ask, ref), "", f"Deadline: {when(ask.deadline)}."]
-    return "\n".join([*lines, "", marker(ask.id)])
+        tail += ["", *(f"{n}. {inert.inline(o)}" for n, o in enumerate(ask.options, start=1))]
+    tail += ["", *_how_to_answer(ask, ref), "", f"Deadline: {when(ask.deadline)}.", "",
+             marker(ask.id)]
+    if not _is_call(ask):
+        return "\n".join([*head, *tail])
+    room = COMMENT_BUDGET - _size("\n".join([*head, *tail])) - ROOM_FOR_WORDS
+    return "\n".join([*head, "", *input_lines(ask.call_input, ref, room), *tail])
+
+
+def _is_call(ask: AskRow) -> bool:
+    return ask.kind == rules.APPROVAL and bool(ask.operation)
 
 
 def question(ask: AskRow) -> str:
     """An approval stores its operation; here it is worded as a question."""
-    if ask.kind == rules.APPROVAL and ask.operation:
+    if _is_call(ask):
         return f"Approve {ask.operation}?"
     return ask.question
 
 
-def context(ask: AskRow) -> str | None:
-    if ask.kind == rules.APPROVAL and ask.operation:
-        shown = rules.input_shown(ask.call_input, INPUT_MAX)
-        return f"Input: {shown.text}" + ("" if shown.whole else "…")
-    return ask.context
+def _size(text: str) -> int:
+    return len(text.encode())
+
+
+def input_lines(call_input: Any, ref: str, room: int) -> list[str]:
+    """The call's input as a code block of at most `room` bytes: whole, or as much as fits,
+    saying plainly that it is cut, with the whole input's SHA-256 and where to read it."""
+    shown = rules.input_shown(call_input, max(room, 0))
+    seen = inert.visible(shown.text)
+    code = _fit(seen, room)
+    escaped = [ESCAPED] if seen != shown.text else []
+    if shown.whole and code == seen:
+        return ["Input:", "", inert.code_block(code, "json"), *escaped]
+    return [
+        "Input, **cut**: only its start is shown here.",
+        "",
+        inert.code_block(code, "json"),
+        "",
+        *escaped,
+        f"**The input above is cut here.** The whole input's SHA-256 (canonical JSON) is "
+        f"`{shown.sha256}`; read it whole with `aye show {ref}`.",
+    ]
+
+
+def _fit(code: str, room: int) -> str:
+    """The longest start of `code` whose code block fits in `room` (a long backtick run in the
+    text lengthens the fences)."""
+    def size(n: int) -> int:
+        return _size(inert.code_block(code[:n], "json"))
+
+    if size(len(code)) <= room:
+        return code
+    low, high = 0, len(code)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(middle) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return code[:low]
 
 
 def _how_to_answer(ask: AskRow, ref: str) -> list[str]:
@@ -81,8 +133,8 @@ def _how_to_answer(ask: AskRow, ref: str) -> list[str]:
             "Answer it in Slack or with the `aye` CLI."
         ]
     if ask.options:
-        first = ask.options[0]
-        example = f"`{ANSWER_COMMAND} 1` or `{ANSWER_COMMAND} {first}`"
+        first = inert.code_span(f"{ANSWER_COMMAND} {ask.options[0]}")
+        example = f"`{ANSWER_COMMAND} 1` or {first}"
     else:
         example = f"`{ANSWER_COMMAND} <your answer>`"
     logins = github_logins(_allowed(ask))
@@ -98,7 +150,7 @@ def closed_comment(ask: AskRow, ref: str) -> str:
     """The question comment once the ask is closed: how, by whom, never a sensitive value."""
     title = "Approval" if ask.kind == rules.APPROVAL else "Question"
     lines = [f"**{title}** from an agent (ref `{ref}`): {closed_line(ask)}", "",
-             *_quoted(question(ask))]
+             *inert.quoted(question(ask))]
     return "\n".join([*lines, "", marker(ask.id)])
 
 
@@ -124,21 +176,19 @@ def who_answered(answered_by: str | None) -> str:
     if not answered_by:
         return "someone"
     kind, _, ident = answered_by.partition(":")
-    if kind == GITHUB and ident:
+    if kind == GITHUB and LOGIN.match(ident):
         return f"@{ident}"
+    if kind == GITHUB:
+        return inert.inline(ident) or "someone on GitHub"
     if kind == "slack":
         return "someone in Slack"
     return "the operator"
 
 
-def _quoted(text: str) -> list[str]:
-    return [f"> {line}" if line else ">" for line in text.splitlines()]
-
-
 def _inline(value: str) -> str:
-    """A free-text answer on one line, cut short: the agent has it in full."""
+    """A free-text answer on one line, cut short (the agent has it in full), inert."""
     lines = value.strip().splitlines() or [""]
     first = lines[0]
     if len(first) > INLINE_MAX:
-        return first[: INLINE_MAX - 1] + "…"
-    return first + (" …" if len(lines) > 1 else "")
+        return inert.text(first[: INLINE_MAX - 1]) + "…"
+    return inert.text(first) + (" …" if len(lines) > 1 else "")

@@ -29,23 +29,29 @@ class Command:
 def parse_command(body: str | None) -> Command | None:
     """The command in a comment or review body, or None when its first line is not `/answer …`.
 
-    Leading blank lines are skipped; the command word is matched case-insensitively and must
-    stand alone (`/answered` is not a command). `/answer` with nothing after it is a command
-    with an empty answer, which the rules refuse.
+    Leading blank lines are skipped; the command word is plain ASCII, matched without regard
+    to ASCII case (`/ANSWER`, never `/anſwer`), and must stand alone (`/answered` is not a
+    command). `/answer` with nothing after it is a command with an empty answer, which the
+    rules refuse.
     """
     if not body:
         return None
     first, _, rest = body.lstrip().partition("\n")
     first = first.strip()
     word, _, answer = first.partition(" ")
-    if word.casefold() != ANSWER_COMMAND:
+    if not is_command(word):
         # A tab after the command is as good as a space.
         word, _, answer = first.partition("\t")
-        if word.casefold() != ANSWER_COMMAND:
+        if not is_command(word):
             return None
     answer = answer.strip()
     ref, ref_answer = _split_ref(answer)
     return Command(text=answer, note=parse_note(rest), ref=ref, ref_answer=ref_answer)
+
+
+def is_command(word: str) -> bool:
+    """`/answer` in ASCII letters of either case: casefold() would let `/anſwer` (U+017F) in."""
+    return word.isascii() and word.lower() == ANSWER_COMMAND
 
 
 def parse_note(rest: str) -> str | None:
@@ -56,7 +62,7 @@ def parse_note(rest: str) -> str | None:
 
 def _split_ref(answer: str) -> tuple[str | None, str | None]:
     parts = answer.split(None, 1)
-    if len(parts) == 2 and parse_ref(parts[0]) is not None:
+    if len(parts) == 2 and parts[0].isascii() and parse_ref(parts[0]) is not None:
         return parts[0].lower(), parts[1].strip()
     return None, None
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from bot.core.asks import Asks
 from bot.core.kinds import SurfaceKind
@@ -31,6 +31,14 @@ class GitHubWork(BaseModel):
         StrictStr, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
     ]
     number: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
+
+    @field_validator("repo")
+    @classmethod
+    def _no_dot_name(cls, repo: str) -> str:
+        # `a/..` or `a/.` would be resolved as a path by the HTTP client: another endpoint.
+        if repo.partition("/")[2] in (".", ".."):
+            raise ValueError("the repository name cannot be . or ..")
+        return repo
 
 
 class GitHubSection(BaseModel):

@@ -1,4 +1,5 @@
-"""`POST /github/webhook`: verify, dedupe and dispatch GitHub's deliveries, and answer fast."""
+"""`POST /github/webhook`: verify and dispatch GitHub's deliveries (each comment or review acts
+once: handlers.github.answering), and answer fast."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ WEBHOOK_PATH = "/github/webhook"
 LEGACY_SIGNATURE = "x-hub-signature"
 
 router = routing.Router(comments.router, reviews.router)
+# GitHub's delivery ids are GUIDs; the store keeps ids of up to 100 characters.
+MAX_DELIVERY_ID = 100
 
 
 @dataclass
@@ -57,11 +60,13 @@ class Webhook:
             emit(log, "github.bad_signature", level=logging.WARNING,
                  delivery=headers.get("x-github-delivery"))
             return error(401, "bad_signature", "the X-Hub-Signature-256 signature is missing or wrong")
-        except (KeyError, gidgethub.BadRequest):
-            # KeyError: gidgethub's way of saying X-GitHub-Event or X-GitHub-Delivery is missing.
+        except (LookupError, RecursionError, gidgethub.BadRequest):
+            # KeyError: gidgethub's way of saying X-GitHub-Event or X-GitHub-Delivery is missing;
+            # LookupError: an unknown charset; RecursionError: JSON nested too deep to decode.
             return error(400, "malformed", "not a GitHub webhook delivery (headers or JSON body)")
-        if not isinstance(event.data, dict):
-            return error(400, "malformed", "the body is not a JSON object")
+        refused = _malformed(event)
+        if refused is not None:
+            return error(400, "malformed", refused)
         self.stats.deliveries += 1
         if event.event == "ping":
             emit(log, "github.ping", delivery=event.delivery_id, hook=event.data.get("hook_id"))
@@ -73,10 +78,23 @@ class Webhook:
                  kind=event.event, why=str(exc))
             return error(400, "malformed", "the payload lacks what this event always carries")
         except Exception as exc:
-            # The store is down, most likely. GitHub shows the status on the delivery, and the
-            # delivery id is not taken if the failure came before it was recorded. The class
-            # alone is logged: the text may carry data.
+            # The store is down, most likely. GitHub shows the status on the delivery; nothing
+            # of it was kept (a comment is recorded in its answer's own transaction), so
+            # redelivering it acts. The class alone is logged: the text may carry data.
             emit(log, "github.delivery_failed", level=logging.ERROR, delivery=event.delivery_id,
                  error=exc.__class__.__name__)
             return error(500, "internal", "the delivery could not be handled; redeliver it later")
         return web.json_response({"ok": True})
+
+
+def _malformed(event: sansio.Event) -> str | None:
+    """Why a signed delivery cannot be handled, or None."""
+    if not isinstance(event.data, dict):
+        return "the body is not a JSON object"
+    if len(event.delivery_id) > MAX_DELIVERY_ID:
+        return f"X-GitHub-Delivery is longer than {MAX_DELIVERY_ID} characters"
+    action = event.data.get("action")
+    if action is not None and not isinstance(action, str):
+        # gidgethub's router looks the action up in a dict: a list there would raise.
+        return "action is not a string"
+    return None
