@@ -4,6 +4,7 @@ ask itself goes on (it can still be answered)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,10 @@ from bot import loops
 from bot.core.responders import Responder
 from store.models import AskRow
 from tests.conftest import OPERATOR_HEADERS, Aye, StartAye, eventually
+from tests.fake_github import FakeGitHub
 from tests.fake_slack import FakeSlack
+from tests.test_github_e2e import ISSUE_COMMENTS, WORK, app_env
+from tests.test_github_e2e import config as gh_config
 from tests.test_slack_surface import CONFIG, WORK_CHANNEL, ok, start
 
 
@@ -94,3 +98,24 @@ async def test_a_delivery_past_its_retry_budget_is_given_up(
     ]
     resp = await aye.client.get(f"/v1/asks/{ask['id']}", headers=OPERATOR_HEADERS)
     assert (await resp.json())["status"] == "open"
+
+
+async def test_a_github_404_is_a_dead_letter_and_the_answer_still_counts(
+    start_aye: StartAye, database_url: str, fake_github: FakeGitHub
+) -> None:
+    aye = await start_aye(database_url, config=gh_config(post_questions=True),
+                          env=app_env(fake_github))
+    fake_github.fail_next("POST", ISSUE_COMMENTS, status=404, times=5)
+    ask = await aye.ask(question="Which region?", options=["eu", "us"], work=WORK)
+
+    async def buried() -> bool:
+        return (await health(aye))["dead_letters"] == 1
+
+    await eventually(buried)
+    posts = [c for c in fake_github.calls if c.method == "POST" and re.fullmatch(ISSUE_COMMENTS, c.path)]
+    assert len(posts) == 1
+    undelivered = [e for e in await history(aye, ask["id"]) if e["event"] == "undelivered"]
+    assert [(e["surface"], e["action"], e["why"]) for e in undelivered] == [
+        ("github", "post", "github refused post: HTTP 404")
+    ]
+    assert (await aye.answer(ask["ref"], "eu"))[0] == 200

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp
 import gidgethub
@@ -17,7 +17,7 @@ from bot.core import posts, rules
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from bot.core.surface import CLOSE, POST, RetryLater, SurfaceConfigError
+from bot.core.surface import CLOSE, POST, GiveUp, RetryLater, SurfaceConfigError
 from bot.core.types import FollowUp
 from store.models import AskRow
 
@@ -109,6 +109,7 @@ class GitHubSurface:
         except NotInstalled:
             emit(log, "github.not_installed", level=logging.WARNING, ask=ask.id, repo=repo,
                  action=action)
+            raise GiveUp(f"github {action}: the app is not installed on the repository") from None
         except gidgethub.HTTPException as exc:
             self._failed(exc, ask, action, repo, installation_id)
 
@@ -200,8 +201,9 @@ class GitHubSurface:
     def _failed(
         self, exc: gidgethub.HTTPException, ask: AskRow, action: str, repo: str,
         installation_id: int | None,
-    ) -> None:
-        """Wait, retry or give up: raises for the outbox to retry, returns to drop the row."""
+    ) -> NoReturn:
+        """Wait, retry or give up: RetryLater or the error for the outbox to retry, GiveUp for
+        a dead letter (retrying cannot help: 404, 410, 422, a missing permission)."""
         what = disposition(exc, self.asks.clock.now())
         status = int(exc.status_code)
         if what.reauth:
@@ -212,6 +214,7 @@ class GitHubSurface:
             raise exc  # the outbox's backoff
         emit(log, "github.gave_up", level=logging.WARNING, ask=ask.id, action=action,
              repo=repo, status=status)
+        raise GiveUp(f"github refused {action}: HTTP {status}") from None
 
     # -- reactions -------------------------------------------------------------------------
 
