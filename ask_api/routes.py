@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -11,7 +11,7 @@ import sqlalchemy.exc
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from ask_api.schemas import AnswerBody, bodies, parse_time
+from ask_api.schemas import SURROGATE, AnswerBody, TooDeep, bodies, loads, parse_time, unusable
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
 from bot.core import rules
@@ -28,6 +28,9 @@ MAX_WAIT_S = 300
 DEFAULT_WAIT_S = 30
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+MAX_SEQ = 2**63 - 1  # asks are numbered in a 64-bit column
+# Query parameters are plain ASCII integers (not `²`, `١`, `1.5`, ` 1e1`), short enough to read.
+PLAIN_INTEGER = re.compile(r"[0-9]{1,20}")
 CALLER = web.RequestKey("caller", Caller)
 Model = TypeVar("Model", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -43,6 +46,13 @@ class ApiError(Exception):
         if self.field is not None:
             body["field"] = self.field
         return web.json_response(body, status=self.status)
+
+
+def int_param(text: str, name: str, low: int, high: int, what: str) -> int:
+    """The query parameter `name`'s text: a plain ASCII integer from `low` to `high`."""
+    if not PLAIN_INTEGER.fullmatch(text) or not low <= int(text) <= high:
+        raise ApiError(422, "invalid_field", f"{name}: {what}", name)
+    return int(text)
 
 
 def _invalid(exc: ValidationError) -> ApiError:
@@ -68,7 +78,9 @@ async def read_json(request: web.Request) -> Any:
             raise ApiError(413, "body_too_large", "the body is over 64 KiB")
         chunks.append(chunk)
     try:
-        return json.loads(b"".join(chunks) or b"null")
+        return loads(b"".join(chunks) or b"null")
+    except TooDeep:
+        raise ApiError(400, "malformed_body", "the body is nested deeper than 64 levels") from None
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "malformed_body", "the body is not valid JSON") from None
 
@@ -77,6 +89,10 @@ async def parse(request: web.Request, model: type[Model]) -> tuple[Model, dict[s
     data = await read_json(request)
     if not isinstance(data, dict):
         raise ApiError(400, "malformed_body", "the body must be a JSON object")
+    bad = unusable(data)
+    if bad is not None:
+        field = key_path(bad.loc)
+        raise ApiError(422, "invalid_field", f"{field}: {bad.problem}", field)
     try:
         return model.model_validate(data), data
     except ValidationError as exc:
@@ -126,7 +142,9 @@ class AskApi:
         if not request.path.startswith("/v1/"):
             return await handler(request)
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        caller = self.tokens.caller(token.strip()) if scheme.lower() == "bearer" else None
+        # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
+        usable = scheme.lower() == "bearer" and not SURROGATE.search(token)
+        caller = self.tokens.caller(token.strip()) if usable else None
         if caller is None:
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
         request[CALLER] = caller
@@ -144,7 +162,11 @@ class AskApi:
     async def _ask(self, request: web.Request) -> tuple[Caller, Any]:
         caller = request[CALLER]
         agent = caller.agent.name if caller.agent else None
-        ask = await self.asks.find(request.match_info["id"], agent)
+        ident = request.match_info["id"]
+        # Ids and refs are printable ASCII: anything else (NUL, `%ED%A0%80`, `é`) names no ask,
+        # and must not reach a store that refuses it.
+        plausible = ident.isascii() and ident.isprintable()
+        ask = await self.asks.find(ident, agent) if plausible else None
         if ask is None:
             raise ApiError(404, "not_found", "no such ask")
         return caller, ask
@@ -196,7 +218,10 @@ class AskApi:
                 422, "no_reachable_responder",
                 "none of this question's responders can be reached on a running surface",
             ) from None
-        return web.json_response(ask_view(ask), status=201 if created else 200)
+        if created:
+            return web.json_response(ask_view(ask), status=201)
+        # The earlier ask, as it stands: a read like any other (a sensitive answer is erased).
+        return web.json_response(await self._view(caller, ask))
 
     async def get(self, request: web.Request) -> web.Response:
         caller, ask = await self._ask(request)
@@ -204,12 +229,7 @@ class AskApi:
 
     async def wait(self, request: web.Request) -> web.Response:
         text = request.query.get("timeout", str(DEFAULT_WAIT_S))
-        try:
-            timeout = float(text)
-        except ValueError:
-            timeout = -1
-        if not 0 <= timeout <= MAX_WAIT_S:
-            raise ApiError(422, "invalid_field", "timeout: seconds from 0 to 300", "timeout")
+        timeout = int_param(text, "timeout", 0, MAX_WAIT_S, "whole seconds from 0 to 300")
         caller, ask = await self._ask(request)
         ask = await self.asks.wait(ask, timeout)
         return web.json_response(await self._view(caller, ask))
@@ -229,21 +249,23 @@ class AskApi:
             raise ApiError(
                 422, "invalid_field", f"status: one of {', '.join(rules.STATUSES)}", "status"
             )
-        limit_text = request.query.get("limit", str(DEFAULT_LIMIT))
-        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
-            raise ApiError(422, "invalid_field", f"limit: 1 to {MAX_LIMIT}", "limit")
-        cursor_text = request.query.get("cursor") or None
-        if cursor_text is not None and not cursor_text.isdigit():
-            raise ApiError(422, "invalid_field", "cursor: not a cursor from this API", "cursor")
-        agent = caller.agent.name if caller.agent else None
-        asks, more = await self.asks.list_asks(
-            agent, status, int(limit_text), int(cursor_text) if cursor_text else None
+        limit = int_param(
+            request.query.get("limit", str(DEFAULT_LIMIT)), "limit", 1, MAX_LIMIT,
+            f"an integer from 1 to {MAX_LIMIT}",
         )
+        cursor = None
+        if cursor_text := request.query.get("cursor"):  # absent or empty: the first page
+            cursor = int_param(cursor_text, "cursor", 1, MAX_SEQ, "not a cursor from this API")
+        agent = caller.agent.name if caller.agent else None
+        asks, more = await self.asks.list_asks(agent, status, limit, cursor)
         if caller.is_operator:
             histories = await self.asks.histories([a.seq for a in asks if a.seq is not None])
             views = [operator_view(a, histories.get(a.seq or 0, [])) for a in asks]
         else:
             views = [ask_view(a) for a in asks]
+            for ask in asks:  # listing reads: each sensitive answer shown here is now erased
+                if ask.sensitive:
+                    await self.asks.mark_read(ask)
         return web.json_response(
             {"asks": views, "next_cursor": str(more) if more is not None else None}
         )

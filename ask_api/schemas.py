@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +27,9 @@ from bot.core import kinds
 
 MAX_TEXT = 3000
 MAX_OPTION = 75
+MAX_DEPTH = 64  # a body nested deeper is malformed: the contract's limit, far above any real ask
+# A lone surrogate: a JSON `\ud800` escape, or a header's non-UTF-8 byte (surrogateescape).
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -126,3 +131,85 @@ def bodies() -> Bodies:
 
 def parse_time(value: datetime) -> float:
     return value.timestamp()
+
+
+# -- JSON that every store can hold -----------------------------------------------------------
+
+
+class TooDeep(ValueError):
+    """The JSON nests deeper than MAX_DEPTH levels."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unusable:
+    """A value no store can hold, where it is (`loc`, as pydantic's) and what is wrong."""
+
+    loc: tuple[int | str, ...]
+    problem: str
+
+
+def loads(raw: bytes) -> Any:
+    """The body as JSON (ValueError when it is not JSON); TooDeep past MAX_DEPTH levels."""
+    try:
+        data = json.loads(raw)
+    except RecursionError:  # nested deeper than the interpreter's stack: far past MAX_DEPTH
+        raise TooDeep from None
+    if _deeper_than(data, MAX_DEPTH):
+        raise TooDeep
+    return data
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels (the outermost is level 1)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if level > limit:
+                return True
+            stack.extend((child, level + 1) for child in item)
+    return False
+
+
+def unusable(value: Any, loc: tuple[int | str, ...] = ()) -> Unusable | None:
+    """The first string with NUL or a lone surrogate (PostgreSQL and UTF-8 cannot hold them),
+    or number that is not finite, in document order; None when all is well. At most
+    MAX_DEPTH levels deep (loads saw to it), so the recursion is bounded."""
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        return Unusable(loc, problem) if problem else None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else Unusable(loc, "numbers must be finite")
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = unusable(item, (*loc, index))
+            if found:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = _text_problem(key)
+            if problem:
+                return Unusable((*loc, shown(key)), f"field name {problem}")
+            found = unusable(item, (*loc, key))
+            if found:
+                return found
+    return None
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL (\\u0000)"
+    if SURROGATE.search(text):
+        return "must not contain a lone surrogate (\\ud800 to \\udfff)"
+    return None
+
+
+def shown(text: str) -> str:
+    """`text` with NUL and lone surrogates written as `\\uXXXX`, so an error can name it."""
+    return SURROGATE.sub(_escape, text.replace("\x00", "\\u0000"))
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
