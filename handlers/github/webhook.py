@@ -3,6 +3,7 @@ once: handlers.github.answering), and answer fast."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -26,6 +27,15 @@ LEGACY_SIGNATURE = "x-hub-signature"
 router = routing.Router(comments.router, reviews.router)
 # GitHub's delivery ids are GUIDs; the store keeps ids of up to 100 characters.
 MAX_DELIVERY_ID = 100
+# GitHub caps webhook payloads at 25 MB. A body must be read whole before its signature can be
+# checked, so at most this many are read at once: unsigned floods cannot fill the memory.
+MAX_BODY = 25 * 1024 * 1024
+READING_AT_ONCE = 4
+SIGNATURE = "x-hub-signature-256"
+
+
+class TooLarge(Exception):
+    pass
 
 
 @dataclass
@@ -45,21 +55,44 @@ class Webhook:
         self.secret = secret
         self.desk = desk
         self.stats = WebhookStats()
+        self._reading = asyncio.Semaphore(READING_AT_ONCE)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(WEBHOOK_PATH, self.receive)]
 
+    async def _read(self, request: web.Request) -> bytes:
+        """The body, at most MAX_BODY, with at most READING_AT_ONCE bodies in memory at once."""
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            raise TooLarge
+        async with self._reading:
+            chunks, size = [], 0
+            async for chunk in request.content.iter_chunked(65536):
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise TooLarge
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _bad_signature(self, headers: dict[str, str]) -> web.Response:
+        self.stats.refused += 1
+        emit(log, "github.bad_signature", level=logging.WARNING,
+             delivery=headers.get("x-github-delivery"))
+        return error(401, "bad_signature", "the X-Hub-Signature-256 signature is missing or wrong")
+
     async def receive(self, request: web.Request) -> web.Response:
-        body = await request.read()
         headers = {k.lower(): v for k, v in request.headers.items() if k.lower() != LEGACY_SIGNATURE}
+        if SIGNATURE not in headers:
+            # Unsigned: refused before a byte of the body is read.
+            return self._bad_signature(headers)
+        try:
+            body = await self._read(request)
+        except TooLarge:
+            return error(413, "body_too_large", "the body is over GitHub's 25 MB webhook limit")
         try:
             # Always with the secret: without it gidgethub accepts an unsigned request.
             event = sansio.Event.from_http(headers, body, secret=self.secret)
         except gidgethub.ValidationFailure:
-            self.stats.refused += 1
-            emit(log, "github.bad_signature", level=logging.WARNING,
-                 delivery=headers.get("x-github-delivery"))
-            return error(401, "bad_signature", "the X-Hub-Signature-256 signature is missing or wrong")
+            return self._bad_signature(headers)
         except (LookupError, RecursionError, gidgethub.BadRequest):
             # KeyError: gidgethub's way of saying X-GitHub-Event or X-GitHub-Delivery is missing;
             # LookupError: an unknown charset; RecursionError: JSON nested too deep to decode.
