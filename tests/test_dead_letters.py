@@ -15,6 +15,7 @@ from store.models import AskRow
 from tests.conftest import OPERATOR_HEADERS, Aye, StartAye, eventually
 from tests.fake_github import FakeGitHub
 from tests.fake_slack import FakeSlack
+from tests.test_gates import RecordingSurface
 from tests.test_github_e2e import ISSUE_COMMENTS, WORK, app_env
 from tests.test_github_e2e import config as gh_config
 from tests.test_slack_surface import CONFIG, WORK_CHANNEL, ok, start
@@ -51,7 +52,7 @@ async def test_a_permanent_slack_error_is_a_dead_letter_not_retried(
     assert (await aye.answer(ask["ref"], "yes"))[0] == 200
 
 
-class Broken:
+class Broken(RecordingSurface):
     """A surface whose every delivery fails with an unexpected error."""
 
     name = "broken"
@@ -59,23 +60,8 @@ class Broken:
     def reaches(self, responder: Responder, work: dict[str, Any] | None) -> bool:
         return False
 
-    def wants(self, ask: AskRow, action: str) -> bool:
-        return True
-
     async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
         raise RuntimeError("down")
-
-    def health(self) -> dict[str, Any]:
-        return {"on": True}
-
-    def routes(self) -> list[Any]:
-        return []
-
-    async def start(self, session: Any) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 async def test_a_delivery_past_its_retry_budget_is_given_up(
