@@ -55,6 +55,12 @@ def int_param(text: str, name: str, low: int, high: int, what: str) -> int:
     return int(text)
 
 
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """`field` for an error's location: `options[1]`, `work.slack.channel`; a key that is the
+    empty string shows as `""`, so that it still names something."""
+    return key_path(tuple('""' if part == "" else part for part in loc))
+
+
 def _invalid(exc: ValidationError) -> ApiError:
     err = exc.errors(include_input=False)[0]
     loc = tuple(p for p in err["loc"] if p not in ("function-after",))
@@ -63,7 +69,7 @@ def _invalid(exc: ValidationError) -> ApiError:
         msg = "unknown field"
     elif err["type"] == "missing":
         msg = "required"
-    field = key_path(loc) or None
+    field = field_path(loc) or None
     return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
 
 
@@ -91,7 +97,7 @@ async def parse(request: web.Request, model: type[Model]) -> tuple[Model, dict[s
         raise ApiError(400, "malformed_body", "the body must be a JSON object")
     bad = unusable(data)
     if bad is not None:
-        field = key_path(bad.loc)
+        field = field_path(bad.loc)
         raise ApiError(422, "invalid_field", f"{field}: {bad.problem}", field)
     try:
         return model.model_validate(data), data
