@@ -155,7 +155,7 @@ def match_answer(options: list[str] | None, text: str) -> Answer:
     for index, option in enumerate(options, start=1):
         if option.strip().casefold() == folded:
             return Answer(option, index)
-    if cleaned.isdigit():
+    if cleaned.isascii() and cleaned.isdigit():
         number = int(cleaned)
         if 1 <= number <= len(options):
             return Answer(options[number - 1], number)
