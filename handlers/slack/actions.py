@@ -26,9 +26,27 @@ from handlers.slack.answering import (
     where_pressed,
 )
 from handlers.slack.plugin import SURFACE
+from store.models import AskRow
 
 OPTION_PRESS = re.compile(rf"^{blocks.OPTION_ACTION}\d+$")
 ANY_AYE_ACTION = re.compile(rf"^{blocks.ACTION_PREFIX}")
+
+
+async def _pressed_on(
+    ask_id: str | None, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
+) -> AskRow | None:
+    """The ask a button names, or None once the presser was told why not: aye does not know
+    it, or the presser is another organisation's member (Slack Connect), who never answers."""
+    asks = asks_of(context)
+    user_id = body["user"]["id"]
+    ask = await asks.find(ask_id) if ask_id else None
+    if ask is None:
+        await tell(client, where_pressed(body), user_id, replies.UNKNOWN_ASK_REPLY)
+        return None
+    if outsider(body, context):
+        await tell(client, where_pressed(body), user_id, await refuse_outsider(asks, ask, body))
+        return None
+    return ask
 
 
 async def press_option(
@@ -36,17 +54,13 @@ async def press_option(
     context: AsyncBoltContext,
 ) -> None:
     await ack()
+    parsed = blocks.parse_option_value(str(action.get("value", "")))
+    ask = await _pressed_on(parsed[0] if parsed else None, body, client, context)
+    if parsed is None or ask is None:
+        return
     asks = asks_of(context)
     user_id = body["user"]["id"]
     where = where_pressed(body)
-    parsed = blocks.parse_option_value(str(action.get("value", "")))
-    ask = await asks.find(parsed[0]) if parsed else None
-    if parsed is None or ask is None:
-        await tell(client, where, user_id, replies.UNKNOWN_ASK_REPLY)
-        return
-    if outsider(body, context):  # another organisation's member (Slack Connect): never
-        await tell(client, where, user_id, await refuse_outsider(asks, ask, body))
-        return
     number = parsed[1]
     if not ask.options or not 1 <= number <= len(ask.options):
         await tell(client, where, user_id, replies.STALE_BUTTON_REPLY)
@@ -62,17 +76,12 @@ async def open_answer_form(
     context: AsyncBoltContext,
 ) -> None:
     await ack()
-    asks = asks_of(context)
+    ask_id = str(action.get("value", ""))
+    ask = await _pressed_on(ask_id if blocks.is_ask_id(ask_id) else None, body, client, context)
+    if ask is None:
+        return
     user_id = body["user"]["id"]
     where = where_pressed(body)
-    ask_id = str(action.get("value", ""))
-    ask = await asks.find(ask_id) if blocks.is_ask_id(ask_id) else None
-    if ask is None:
-        await tell(client, where, user_id, replies.UNKNOWN_ASK_REPLY)
-        return
-    if outsider(body, context):
-        await tell(client, where, user_id, await refuse_outsider(asks, ask, body))
-        return
     ref = rules.ref(ask)
     # Said before the form opens, so nobody types an answer that cannot be taken.
     if ask.status != rules.OPEN:
