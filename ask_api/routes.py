@@ -180,12 +180,13 @@ class AskApi:
     async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
         if caller.is_operator:
             return operator_view(ask, await self.asks.history(ask.seq))
-        view = ask_view(ask)
         if ask.sensitive:
-            await self.asks.mark_read(ask)
-        else:
-            self.asks.read_later(ask)
-        return view
+            if not await self.asks.mark_read(ask):
+                # Another read took the answer first (and erased it): show it as it is now.
+                ask = await self.asks.by_seq(ask.seq) or ask
+            return ask_view(ask)
+        self.asks.read_later(ask)
+        return ask_view(ask)
 
     # -- routes ------------------------------------------------------------------------------
 
@@ -268,10 +269,9 @@ class AskApi:
             histories = await self.asks.histories([a.seq for a in asks if a.seq is not None])
             views = [operator_view(a, histories.get(a.seq or 0, [])) for a in asks]
         else:
-            views = [ask_view(a) for a in asks]
-            for ask in asks:  # listing reads: each sensitive answer shown here is now erased
-                if ask.sensitive:
-                    await self.asks.mark_read(ask)
+            # Listing reads: each sensitive answer shown here is erased, and shown only by the
+            # read that erased it.
+            views = [await self._view(caller, a) if a.sensitive else ask_view(a) for a in asks]
         return web.json_response(
             {"asks": views, "next_cursor": str(more) if more is not None else None}
         )

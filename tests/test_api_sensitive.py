@@ -3,6 +3,7 @@ from the store by that read: get, wait, list, and a repeated create with the sam
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -78,3 +79,18 @@ async def test_repeated_create_of_an_open_ask_changes_nothing(aye: Aye) -> None:
     assert (await aye.answer(ask["ref"], SECRET))[0] == 200
     assert (await aye.get(ask["id"]))["answer"]["value"] == SECRET
     assert (await aye.get(ask["id"]))["answer"] == ERASED
+
+
+async def test_reads_racing_for_a_sensitive_answer_show_it_once(aye: Aye) -> None:
+    """Two reads that both found the value before either erased it: only the read that erased
+    it shows it; the store decides which."""
+    ask = await aye.ask(question="The code?", sensitive=True)
+    assert (await aye.answer(ask["id"], "4242"))[0] == 200
+    reads = await asyncio.gather(
+        *(aye.client.get(f"/v1/asks/{ask['id']}", headers=AGENT_HEADERS) for _ in range(10)),
+        aye.client.get("/v1/asks", headers=AGENT_HEADERS),
+    )
+    bodies = [await r.json() for r in reads]
+    shown = [b for b in bodies[:-1] if b["answer"]["value"] == "4242"]
+    listed = [a for a in bodies[-1]["asks"] if a["id"] == ask["id"] and a["answer"]["value"]]
+    assert len(shown) + len(listed) == 1

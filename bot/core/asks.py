@@ -139,21 +139,26 @@ class Asks:
         self.waiters.wake_all()
         return parked
 
-    async def mark_read(self, ask: AskRow) -> None:
-        """The agent has seen its closed ask: record it once, and erase a sensitive answer."""
+    async def mark_read(self, ask: AskRow) -> bool:
+        """The agent has seen its closed ask: record it once, and erase a sensitive answer.
+
+        False when `ask` (as the caller read it) holds a sensitive answer that another read
+        erased first: the caller must not show it. The store decides which read wins."""
         erase = _erasable(ask)
         if ask.status == rules.OPEN or (ask.read_at is not None and not erase):
-            return
+            return True
         now = self.clock.now()
         values: dict[str, Any] = {"read_at": now}
         if erase:
             values.update(answer_value=None, answer_option=None, answer_note=None, erased=True)
         async with self.store.write() as conn:
-            if await q.mark_read(conn, ask.seq, values):
+            won = await q.mark_read(conn, ask.seq, values)
+            if won:
                 await q.add_history(conn, ask.seq, now, "read", {"erased": True} if erase else {})
-        if erase:
+        if erase and won:
             await self.store.checkpoint()
             emit(log, "ask.erased", id=ask.id, ref=rules.ref(ask))
+        return won or not erase
 
     def read_later(self, ask: AskRow) -> None:
         """Record the agent's read after its response: off the wake path. A sensitive answer is
