@@ -11,7 +11,18 @@ import sqlalchemy.exc
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from ask_api.schemas import SURROGATE, AnswerBody, TooDeep, bodies, loads, parse_time, unusable
+from ask_api.schemas import (
+    SURROGATE,
+    AnswerBody,
+    FormatProblem,
+    TooDeep,
+    bodies,
+    check_format,
+    loads,
+    parse_time,
+    unusable,
+    words,
+)
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
 from bot.core import rules
@@ -64,11 +75,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 def _invalid(exc: ValidationError) -> ApiError:
     err = exc.errors(include_input=False)[0]
     loc = tuple(p for p in err["loc"] if p not in ("function-after",))
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown field"
-    elif err["type"] == "missing":
-        msg = "required"
+    msg = words(err)
     field = field_path(loc) or None
     return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
 
@@ -207,11 +214,17 @@ class AskApi:
             raise ApiError(
                 422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
             )
+        try:
+            fmt = check_format(body)
+        except FormatProblem as problem:
+            raise ApiError(422, "invalid_field", str(problem), problem.field) from None
         new = NewAsk(
             question=body.question, options=body.options, context=body.context,
             deadline=deadline, timeout_s=body.timeout_s,
             work=body.work.as_dict() if body.work else None, key=body.key,
-            sensitive=body.sensitive, body=raw,
+            sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
+            pick_min=body.min, pick_max=body.max,
+            media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
         )
         assert caller.agent is not None
         try:
@@ -286,19 +299,24 @@ class AskApi:
         if result.taken:
             return web.json_response({"outcome": "taken", "ref": rules.ref(ask)})
         reason = result.reason or "closed"
-        words = rules.REASONS.get(reason, reason)
+        said = rules.REASONS.get(reason, reason)
         if reason == "not_a_responder":
-            raise ApiError(403, "not_a_responder", f"refused: {words}")
+            raise ApiError(403, "not_a_responder", f"refused: {said}")
         if reason == "invalid_answer":
-            raise ApiError(422, "invalid_answer", f"refused: {words}", "answer")
-        raise ApiError(409, "closed", f"refused: {words}")
+            misfit = result.misfit
+            message = misfit.message if misfit else said
+            raise ApiError(422, "invalid_answer", f"refused: {message}",
+                           misfit.field if misfit else "answer")
+        raise ApiError(409, "closed", f"refused: {said}")
 
     async def call(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
         body, _ = await parse(request, self.bodies.call)
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
-        decision = await self.gates.call(caller.agent, body.operation, body.input, work)
+        decision = await self.gates.call(
+            caller.agent, body.operation, body.input, work, body.timeout_s
+        )
         if decision.decision == "allow":
             out: dict[str, Any] = {"decision": "allow"}
             if decision.approval:

@@ -7,7 +7,8 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AwareDatetime,
@@ -23,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.core import kinds
+from bot.core import formats, forms, kinds
 
 MAX_TEXT = 3000
 MAX_OPTION = 75
@@ -57,6 +58,24 @@ def _not_blank(value: str) -> str:
     return value
 
 
+class Media(Body):
+    """A picture or a link shown beside the question."""
+
+    kind: Literal["image", "link"]
+    url: Annotated[StrictStr, Field(min_length=9, max_length=2000)]
+    caption: Annotated[StrictStr, Field(max_length=200)] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError("must be an absolute https:// URL")
+        if any(c.isspace() or not c.isprintable() for c in value):
+            raise ValueError("must not contain spaces or control characters")
+        return value
+
+
 class AskBodyBase(Body):
     question: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT)]
     options: list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_OPTION)]] | None = Field(
@@ -68,6 +87,11 @@ class AskBodyBase(Body):
     work: WorkBase | None = None  # the registered variants: see bodies()
     key: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     sensitive: StrictBool = False
+    format: Literal["text", "choice", "multi", "confirm", "ack", "form"] | None = None
+    form_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    min: StrictInt | None = None
+    max: StrictInt | None = None
+    media: list[Media] | None = Field(default=None, max_length=5)
 
     _question = field_validator("question")(_not_blank)
 
@@ -94,8 +118,51 @@ class AskBodyBase(Body):
         return value
 
 
+class FormatProblem(ValueError):
+    """The ask's format does not go with its other fields: `field` names which."""
+
+    def __init__(self, field: str, words: str) -> None:
+        super().__init__(f"{field}: {words}")
+        self.field, self.words = field, words
+
+
+def check_format(body: AskBodyBase) -> str:
+    """The ask's format (the default when none is given), once it goes with its options,
+    schema and bounds; FormatProblem naming the field otherwise."""
+    fmt = body.format or (formats.CHOICE if body.options else formats.TEXT)
+    picks = fmt in (formats.CHOICE, formats.MULTI)
+    if picks and body.options is None:
+        raise FormatProblem("options", f"a {fmt} ask needs 2 to 20 options")
+    if not picks and body.options is not None:
+        raise FormatProblem("options", f"a {fmt} ask takes no options")
+    if fmt == formats.FORM:
+        if body.form_schema is None:
+            raise FormatProblem("schema", "a form needs a schema")
+        try:
+            forms.check(body.form_schema)
+        except forms.SchemaProblem as problem:
+            raise FormatProblem(problem.field, problem.words) from None
+    elif body.form_schema is not None:
+        raise FormatProblem("schema", 'only a form (format "form") takes a schema')
+    if fmt != formats.MULTI:
+        for name in ("min", "max"):
+            if getattr(body, name) is not None:
+                raise FormatProblem(name, f'only a multi (format "multi") takes {name}')
+        return fmt
+    count = len(body.options or [])
+    low, high = body.min if body.min is not None else 1, body.max if body.max is not None else count
+    if not 1 <= low <= count:
+        raise FormatProblem("min", f"must be from 1 to {count} (the number of options)")
+    if not 1 <= high <= count:
+        raise FormatProblem("max", f"must be from 1 to {count} (the number of options)")
+    if low > high:
+        raise FormatProblem("min", "must not be above max")
+    return fmt
+
+
 class AnswerBody(Body):
-    answer: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT)]
+    # A string from a person, or JSON for a typed format: a list, a bool, a number, an object.
+    answer: Any  # bot.core.formats reads it, and says what does not fit
     note: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
 
 
@@ -106,6 +173,8 @@ class CallBodyBase(Body):
     operation: Annotated[StrictStr, Field(min_length=1, max_length=200, pattern=OPERATION_RE.pattern)]
     input: Any = None
     work: WorkBase | None = None  # the registered variants: see bodies()
+    # The caller's own bound on a new approval's wait (see bot.core.gates.approval_values).
+    timeout_s: Annotated[StrictInt, Field(ge=1, le=31536000)] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +196,40 @@ def bodies() -> Bodies:
         ask=create_model("AskBody", __base__=AskBodyBase, work=optional_work),
         call=create_model("CallBody", __base__=CallBodyBase, work=optional_work),
     )
+
+
+def words(error: Any) -> str:
+    """A pydantic error (its `type`, `ctx`, `loc`) in words a person reads: `needs at least 2
+    options`, `must be at most 3000 characters`, `is required`."""
+    kind, ctx = str(error["type"]), error.get("ctx") or {}
+    loc = [p for p in error["loc"] if isinstance(p, str)]
+    noun = loc[-1] if loc and loc[-1] in ("options", "media") else "items"
+    fixed = {
+        "missing": "is required", "extra_forbidden": "is not a field aye knows",
+        "string_type": "must be text", "int_type": "must be a whole number",
+        "int_parsing": "must be a whole number", "bool_type": "must be true or false",
+        "list_type": "must be a list", "dict_type": "must be an object",
+        "model_type": "must be an object", "model_attributes_type": "must be an object",
+        "timezone_aware": "needs a time zone, like 2026-12-01T09:00:00Z",
+        "datetime_type": "must be a time like 2026-12-01T09:00:00Z",
+        "datetime_from_date_parsing": "must be a time like 2026-12-01T09:00:00Z",
+        "datetime_parsing": "must be a time like 2026-12-01T09:00:00Z",
+        "string_pattern_mismatch": "may hold letters, digits, _ and -, in parts joined by dots",
+    }
+    if kind in fixed:
+        return fixed[kind]
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} {noun}"
+    if kind == "too_long":
+        return f"takes at most {ctx.get('max_length')} {noun}"
+    if kind == "string_too_short":
+        low = ctx.get("min_length")
+        return "must not be empty" if low == 1 else f"must be at least {low} characters"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def parse_time(value: datetime) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import rules
+from bot.core import formats, rules
 from store.models import AskRow
 
 # Today's API shows an approval's input as text in `context`, cut here; `input` has it whole.
@@ -27,7 +27,11 @@ def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
     if ask.sensitive and operator:
         # Nobody but the asking agent sees a sensitive answer, the operator included.
         return {"value": None, "option": None, "note": None, "hidden": True}
-    return {"value": ask.answer_value, "option": ask.answer_option, "note": ask.answer_note}
+    value = formats.value_of(ask, ask.answer_value)
+    answer = {"value": value, "option": ask.answer_option, "note": ask.answer_note}
+    if formats.format_of(ask) == formats.MULTI:
+        answer["options"] = formats.picked(ask, value)
+    return answer
 
 
 def question(ask: AskRow) -> str:
@@ -53,6 +57,7 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
         "status": ask.status,
         "question": question(ask),
         "options": ask.options,
+        "format": formats.format_of(ask),
         "context": context(ask),
         "deadline": iso(ask.deadline),
         "work": ask.work,
@@ -60,6 +65,10 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
         "sensitive": ask.sensitive,
         "answer": _answer(ask, operator=False),
     }
+    for key, value in (("schema", ask.form_schema), ("min", ask.pick_min), ("max", ask.pick_max),
+                       ("media", ask.media)):
+        if value is not None:
+            view[key] = value
     if ask.kind == rules.APPROVAL:
         view["operation"] = ask.operation
         view["input"] = ask.call_input

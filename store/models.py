@@ -44,6 +44,12 @@ class AskRow(SQLModel, table=True):
     status: str = Field(max_length=16)
     question: str = Field(sa_column=Column(Text, nullable=False))
     options: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    # The answer format (bot.core.formats); NULL for asks made before formats existed.
+    format: str | None = Field(default=None, max_length=16)
+    form_schema: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    pick_min: int | None = None
+    pick_max: int | None = None
+    media: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
     context: str | None = Field(default=None, sa_column=Column(Text))
     work: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     work_key: str | None = Field(default=None, max_length=300)

@@ -304,3 +304,50 @@ async def test_client_helper_raises_for_unavailable_and_timeout(
         manual_clock.advance(61)
         with pytest.raises(ApprovalTimedOut):
             await asyncio.wait_for(task, 5)
+
+
+async def test_the_callers_timeout_bounds_a_new_approval(gated: Aye, manual_clock: ManualClock) -> None:
+    created = manual_clock.now()
+    resp = await gated.client.post(
+        "/v1/calls", json={"operation": "db.migrate", "input": {"v": 1}, "timeout_s": 600},
+        headers=AGENT_HEADERS,
+    )
+    assert resp.status == 202
+    ask = (await resp.json())["ask"]
+    view = await gated.get(ask["id"], operator=True)
+    # The gate's hour (and its escalation after) is cut to the caller's ten minutes, and an
+    # escalation that would come after that never comes.
+    assert "escalation" not in view
+    manual_clock.advance(599)
+    await gated.tick()
+    assert (await gated.get(ask["id"]))["status"] == "open"
+    manual_clock.advance(1)
+    await gated.tick()
+    done = await gated.get(ask["id"])
+    assert done["outcome"] == "approval_timed_out"
+    assert done["deadline"] == view["deadline"]
+    assert abs(_epoch(done["deadline"]) - created - 600) < 1
+
+
+async def test_a_callers_timeout_past_the_gates_changes_nothing(gated: Aye) -> None:
+    resp = await gated.client.post(
+        "/v1/calls", json={"operation": "db.migrate", "input": {"v": 2}, "timeout_s": 86400},
+        headers=AGENT_HEADERS,
+    )
+    view = await gated.get((await resp.json())["ask"]["id"], operator=True)
+    assert view["escalation"]["responders"] == ["operator:local"]  # the gate's 1h, then 30m more
+
+
+@pytest.mark.parametrize("bad", [0, -1, "60", 1.5, True, 31536001])
+async def test_a_callers_timeout_must_be_whole_seconds(gated: Aye, bad: Any) -> None:
+    resp = await gated.client.post(
+        "/v1/calls", json={"operation": "db.migrate", "timeout_s": bad}, headers=AGENT_HEADERS
+    )
+    body = await resp.json()
+    assert (resp.status, body["error"], body["field"]) == (422, "invalid_field", "timeout_s")
+
+
+def _epoch(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

@@ -86,7 +86,7 @@ def show(found: list[str]) -> str:
 
 def _core_may(imp: Import) -> bool:
     top = imp.target.partition(".")[0]
-    if top in sys.stdlib_module_names or top == "pydantic":
+    if top in sys.stdlib_module_names or top in ("pydantic", "jsonschema"):
         return True
     return under(imp.target, "store", "bot.core")
 

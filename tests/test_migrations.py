@@ -104,6 +104,13 @@ async def make_0_1_0_store(url: str, data: bool = True) -> None:
 
 # The columns 0.1.0's tables had (later revisions add some): a row is compared on these.
 COLUMNS_0_1_0 = {
+    "asks": (
+        "seq, id, agent, kind, status, question, options, context, work, work_key, responders, "
+        "escalate_responders, escalate_at, escalated_at, deadline, due_at, created_at, closed_at, "
+        "idem_key, body_hash, sensitive, answer_value, answer_option, answer_note, answered_by, "
+        "answer_surface, outcome, read_at, erased, operation, call_input, call_hash, "
+        "approval_used_at"
+    ),
     "outbox": "id, ask_seq, surface, action, payload, created_at, due_at, attempts, "
               "claimed_until, done_at, last_error",
 }

@@ -25,27 +25,6 @@ def test_not_a_ref(text: str) -> None:
     assert rules.parse_ref(text) is None
 
 
-def test_answer_by_number_text_case_and_space() -> None:
-    options = ["Ship it", "Hold"]
-    assert rules.match_answer(options, "2") == rules.Answer("Hold", 2)
-    assert rules.match_answer(options, "  ship IT ") == rules.Answer("Ship it", 1)
-    with pytest.raises(rules.InvalidAnswer):
-        rules.match_answer(options, "3")
-    with pytest.raises(rules.InvalidAnswer):
-        rules.match_answer(options, "maybe")
-    with pytest.raises(rules.InvalidAnswer):
-        rules.match_answer(options, "   ")
-
-
-def test_numeric_options_prefer_their_own_text() -> None:
-    assert rules.match_answer(["1", "3", "5"], "3") == rules.Answer("3", 2)
-    assert rules.match_answer(["1", "3", "5"], "2") == rules.Answer("3", 2)
-
-
-def test_free_text_answer() -> None:
-    assert rules.match_answer(None, " use the blue key ") == rules.Answer("use the blue key", None)
-
-
 def test_canonical_json_ignores_key_order_and_space() -> None:
     assert rules.digest({"a": 1, "b": [1, {"c": 2, "d": 3}]}) == rules.digest(
         {"b": [1, {"d": 3, "c": 2}], "a": 1}

@@ -4,9 +4,10 @@ and which ask an answer given on a work (an issue, a thread) means. Pure: no sto
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from bot.core import rules
+from bot.core import formats, rules
+from bot.core.forms import Misfit
 from bot.core.responders import Responder, admitted
 from store.models import AskRow
 
@@ -21,7 +22,7 @@ REFUSED, LATE = "refused", "late"
 class Taken:
     """The answer fits: what to store."""
 
-    value: str
+    value: str  # as stored (bot.core.formats.Fit.stored)
     option: int | None
     outcome: str | None  # approved / approval_refused for an approval
 
@@ -32,6 +33,7 @@ class Refused:
 
     reason: str
     event: str = REFUSED
+    misfit: Misfit | None = None  # for invalid_answer: which part, and why
 
 
 Verdict = Taken | Refused
@@ -55,8 +57,9 @@ def racing(ask: AskRow, now: float) -> bool:
     )
 
 
-def judge(ask: AskRow, person: Responder, text: str, now: float, public: bool = False) -> Verdict:
-    """Take `text` from `person` as the answer to `ask` as it was read, or say why not.
+def judge(ask: AskRow, person: Responder, given: Any, now: float, public: bool = False) -> Verdict:
+    """Take `given` (a surface's text, or the API's JSON) from `person` as the answer to `ask`
+    as it was read, or say why not.
 
     `public` is true where the answer is visible to anyone (a GitHub comment): a sensitive ask
     refuses it. The store still decides the race: a Taken verdict wins only if the ask is
@@ -69,13 +72,13 @@ def judge(ask: AskRow, person: Responder, text: str, now: float, public: bool = 
     if ask.sensitive and public:
         return Refused(SENSITIVE)
     try:
-        answer = rules.match_answer(ask.options, text)
-    except rules.InvalidAnswer:
-        return Refused(INVALID_ANSWER)
+        answer = formats.fit(ask, given)
+    except Misfit as misfit:
+        return Refused(INVALID_ANSWER, misfit=misfit)
     outcome = None
     if ask.kind == rules.APPROVAL:
         outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
-    return Taken(answer.value, answer.option, outcome)
+    return Taken(answer.stored, answer.option, outcome)
 
 
 # -- which ask an answer on a work means ---------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 from bot.core import answering, rules
 from bot.core.clock import Clock
 from bot.core.config import Defaults
+from bot.core.forms import Misfit
 from bot.core.logs import emit
 from bot.core.responders import OPERATOR, Responder
 from bot.core.surface import CLOSE, POST, Surface
@@ -38,6 +39,7 @@ from store.db import Conn, Duplicate, Store
 from store.models import AskRow
 
 log = logging.getLogger("aye.asks")
+SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
 
 
 class Asks:
@@ -192,7 +194,9 @@ class Asks:
         values = new_ask_values(agent.name, rules.QUESTION, new.work, responders, now, deadline)
         values.update(
             question=new.question, options=new.options, context=new.context,
-            idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive,
+            idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive, format=new.format,
+            form_schema=new.form_schema, pick_min=new.pick_min, pick_max=new.pick_max,
+            media=new.media,
         )
         try:
             ask = await self.insert(values, {"agent": agent.name})
@@ -227,18 +231,20 @@ class Asks:
     # -- answering -----------------------------------------------------------------------
 
     async def answer(
-        self, ask: AskRow, person: Responder, text: str, note: str | None = None,
+        self, ask: AskRow, person: Responder, given: Any, note: str | None = None,
         surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
         seen: Seen | None = None,
     ) -> AnswerResult:
-        """Take `text` from `person` as the answer, or refuse it and record why (see
-        bot.core.answering.judge); the store decides a race between two answers. With `seen`,
-        AlreadySeen when that event was acted on before (nothing is recorded then)."""
+        """Take `given` (a surface's text, the API's JSON) from `person` as the answer, or
+        refuse it and record who, what and why (see bot.core.answering.judge); the store
+        decides a race between two answers. With `seen`, AlreadySeen when that event was acted
+        on before (nothing is recorded then)."""
         now = self.clock.now()
-        verdict = answering.judge(ask, person, text, now, public)
+        verdict = answering.judge(ask, person, given, now, public)
         if isinstance(verdict, answering.Refused):
             return await self.refuse(
-                ask, person, verdict.reason, surface, verdict.event, follow_up, seen
+                ask, person, verdict.reason, surface, verdict.event, follow_up, seen,
+                given=given, misfit=verdict.misfit,
             )
         values = {
             "status": rules.ANSWERED, "answer_value": verdict.value,
@@ -273,20 +279,21 @@ class Asks:
     async def refuse(
         self, ask: AskRow, person: Responder, reason: str, surface: str,
         event: str = answering.REFUSED, follow_up: FollowUp | None = None,
-        seen: Seen | None = None,
+        seen: Seen | None = None, given: Any = None, misfit: Misfit | None = None,
     ) -> AnswerResult:
-        """Record an answer not taken, and why; surfaces call it for what they refuse before
-        the rules can (ambiguous, malformed)."""
+        """Record an answer not taken: who, what (never for a sensitive ask) and why; surfaces
+        call it for what they refuse before the rules can (ambiguous, malformed)."""
         now = self.clock.now()
         async with self._writing(seen, now) as conn:
             detail = {"by": str(person), "why": reason, "surface": surface}
+            detail.update(refused_detail(ask, given, misfit))
             await q.add_history(conn, ask.seq, now, event, detail)
             await self._follow_up(conn, ask, follow_up, False, reason)
         if follow_up is not None:
             self.outbox_poke.set()
         emit(log, f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=reason,
              surface=surface)
-        return AnswerResult(False, reason, ask)
+        return AnswerResult(False, reason, ask, misfit)
 
     @contextlib.asynccontextmanager
     async def _writing(self, seen: Seen | None, now: float) -> AsyncIterator[Conn]:
@@ -352,6 +359,18 @@ class Asks:
             for name, surface in self.surfaces.items()
             if surface.wants(ask, action)
         ])
+
+
+def refused_detail(ask: AskRow, given: Any, misfit: Misfit | None) -> dict[str, Any]:
+    """What a refused answer said (cut to SHOWN_GIVEN characters; never for a sensitive ask)
+    and, when it did not fit, which part and why."""
+    detail: dict[str, Any] = {}
+    if given is not None and not ask.sensitive:
+        text = given if isinstance(given, str) else rules.canonical_json(given)
+        detail["answer"] = text[:SHOWN_GIVEN]
+    if misfit is not None:
+        detail.update(field=misfit.field, message=misfit.message)
+    return detail
 
 
 def new_ask_values(

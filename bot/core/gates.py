@@ -26,8 +26,11 @@ class Gates:
         self.gates = gates
 
     async def call(
-        self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None
+        self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
+        timeout_s: float | None = None,
     ) -> CallDecision:
+        """The decision on one call; `timeout_s` is the caller's own bound on a new approval
+        (its deadline is the earlier of that and the gate's; it escalates only before it)."""
         gate = gate_for(self.gates, operation)
         if gate is None:
             return CallDecision(ALLOW)
@@ -48,7 +51,7 @@ class Gates:
         pending = await self._open_call(call_hash)
         if pending is not None:
             return CallDecision(PENDING, pending)
-        values = approval_values(agent.name, operation, input_, work, gate, now)
+        values = approval_values(agent.name, operation, input_, work, gate, now, timeout_s)
         values.update(call_hash=call_hash, responders=[str(r) for r in responders])
         try:
             ask = await self.asks.insert(values, audit)
@@ -78,16 +81,21 @@ class Gates:
 
 
 def approval_values(
-    agent: str, operation: str, input_: Any, work: dict[str, Any] | None, gate: Gate, now: float
+    agent: str, operation: str, input_: Any, work: dict[str, Any] | None, gate: Gate, now: float,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
-    """The approval ask: facts only (the operation and its input); each surface words it."""
+    """The approval ask: facts only (the operation and its input); each surface words it.
+    Its deadline is the gate's (with the escalation's time), or the caller's `timeout_s` when
+    that is earlier; it escalates only when the escalation comes before that deadline."""
     total = gate.timeout + (gate.escalate.timeout if gate.escalate else 0.0)
+    if timeout_s is not None:
+        total = min(total, timeout_s)
     values = new_ask_values(agent, rules.APPROVAL, work, [], now, now + total)
     values.update(
         question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
         operation=operation, call_input=input_,
     )
-    if gate.escalate:
+    if gate.escalate and gate.timeout < total:
         values.update(
             escalate_responders=[str(r) for r in gate.escalate.responders],
             escalate_at=now + gate.timeout,

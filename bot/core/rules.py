@@ -32,7 +32,7 @@ _BASE36 = string.digits + string.ascii_lowercase
 # words in the API's messages and on every surface.
 REASONS = {
     "not_a_responder": "you are not one of the people this is for",
-    "invalid_answer": "that is not one of the options",
+    "invalid_answer": "that answer does not fit the question",
     "answered": "it was already answered",
     "expired": "it has expired",
     "withdrawn": "it was withdrawn",
@@ -40,10 +40,6 @@ REASONS = {
     "no_open_ask": "there is no open question here",
     "ambiguous": "several questions are open here: say which, with its ref",
 }
-
-
-class InvalidAnswer(ValueError):
-    """The text is not an answer to this ask."""
 
 
 class AskFacts(Protocol):
@@ -63,12 +59,6 @@ class AskFacts(Protocol):
     def erased(self) -> bool: ...
     @property
     def answer_value(self) -> str | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    value: str
-    option: int | None  # 1-based, None for free text
 
 
 def ref_for(seq: int, kind: str) -> str:
@@ -139,27 +129,6 @@ def input_shown(call_input: Any, limit: int) -> ShownInput:
 
 def digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
-
-
-def match_answer(options: list[str] | None, text: str) -> Answer:
-    """An option's 1-based number or its text (case and surrounding space ignored), or free text."""
-    cleaned = text.strip()
-    if not cleaned:
-        raise InvalidAnswer("the answer is empty")
-    if options is None:
-        if len(cleaned) > MAX_FREE_TEXT:
-            raise InvalidAnswer(f"the answer is longer than {MAX_FREE_TEXT} characters")
-        return Answer(cleaned, None)
-    # An option's own text first: with options like "1", "3", "5", "3" means the option "3".
-    folded = cleaned.casefold()
-    for index, option in enumerate(options, start=1):
-        if option.strip().casefold() == folded:
-            return Answer(option, index)
-    if cleaned.isascii() and cleaned.isdigit():
-        number = int(cleaned)
-        if 1 <= number <= len(options):
-            return Answer(options[number - 1], number)
-    raise InvalidAnswer("that is not one of the options")
 
 
 def closed_reason(status: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.core.forms import Misfit
 from bot.core.responders import Responder
 from store.models import AskRow
 
@@ -47,6 +48,11 @@ class NewAsk:
     key: str | None = None
     sensitive: bool = False
     body: dict[str, Any] = field(default_factory=dict)  # the request as sent, for `key` checks
+    format: str | None = None  # bot.core.formats; None: choice with options, text without
+    form_schema: dict[str, Any] | None = None
+    pick_min: int | None = None
+    pick_max: int | None = None
+    media: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,7 @@ class AnswerResult:
     taken: bool
     reason: str | None
     ask: AskRow | None
+    misfit: Misfit | None = None  # for invalid_answer: which part did not fit, and why
 
 
 @dataclass(frozen=True, slots=True)
