@@ -146,7 +146,7 @@ class Aye:
         assert resp.status == 200, await resp.text()
         return await resp.json()  # type: ignore[no-any-return]
 
-    async def answer(self, ident: str, answer: str, note: str | None = None) -> tuple[int, Any]:
+    async def answer(self, ident: str, answer: Any, note: str | None = None) -> tuple[int, Any]:
         body = {"answer": answer} | ({"note": note} if note else {})
         resp = await self.client.post(
             f"/v1/asks/{ident}/answer", json=body, headers=OPERATOR_HEADERS
