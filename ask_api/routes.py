@@ -27,7 +27,7 @@ from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
 from bot.core import rules
 from bot.core.asks import Asks
-from bot.core.config import MAX_TIMEOUT_S, key_path
+from bot.core.config import MAX_TIMEOUT_S, gate_for, key_path
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
 from bot.core.types import KeyReused, NewAsk, NoReachableResponder
@@ -132,6 +132,16 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         raise
 
 
+def taken(ask: Any, now: Any) -> dict[str, Any]:
+    """The answer route's 200: taken, and for an approval still short of its quorum, the
+    count so far."""
+    out: dict[str, Any] = {"outcome": "taken", "ref": rules.ref(ask)}
+    needed = getattr(now, "approvals_needed", None) or 1
+    if now is not None and needed > 1 and now.status == rules.OPEN:
+        out.update(approvals=len(now.approvers or []), needed=needed)
+    return out
+
+
 class AskApi:
     def __init__(self, asks: Asks, gates: Gates, tokens: TokenBook) -> None:
         self.asks = asks
@@ -184,9 +194,14 @@ class AskApi:
             raise ApiError(404, "not_found", "no such ask")
         return caller, ask
 
+    def _remembers(self, ask: Any) -> float | None:
+        """How long the gate of an approval's operation remembers its refusal, now."""
+        gate = gate_for(self.gates.gates, ask.operation) if ask.operation else None
+        return gate.remembers if gate else None
+
     async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
         if caller.is_operator:
-            return operator_view(ask, await self.asks.history(ask.seq))
+            return operator_view(ask, await self.asks.history(ask.seq), self._remembers(ask))
         if ask.sensitive:
             if not await self.asks.mark_read(ask):
                 # Another read took the answer first (and erased it): show it as it is now.
@@ -280,7 +295,8 @@ class AskApi:
         asks, more = await self.asks.list_asks(agent, status, limit, cursor)
         if caller.is_operator:
             histories = await self.asks.histories([a.seq for a in asks if a.seq is not None])
-            views = [operator_view(a, histories.get(a.seq or 0, [])) for a in asks]
+            views = [operator_view(a, histories.get(a.seq or 0, []), self._remembers(a))
+                     for a in asks]
         else:
             # Listing reads: each sensitive answer shown here is erased, and shown only by the
             # read that erased it.
@@ -297,11 +313,15 @@ class AskApi:
         _, ask = await self._ask(request)
         result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
         if result.taken:
-            return web.json_response({"outcome": "taken", "ref": rules.ref(ask)})
+            return web.json_response(taken(ask, result.ask))
         reason = result.reason or "closed"
         said = rules.REASONS.get(reason, reason)
-        if reason == "not_a_responder":
-            raise ApiError(403, "not_a_responder", f"refused: {said}")
+        if reason in ("not_a_responder", "self_approval"):
+            raise ApiError(403, reason, f"refused: {said}")
+        if reason == "already_approved":
+            raise ApiError(409, reason, f"refused: {said}")
+        if reason == "author_unknown":
+            raise ApiError(503, reason, f"refused: {said}")
         if reason == "invalid_answer":
             misfit = result.misfit
             message = misfit.message if misfit else said
@@ -326,6 +346,15 @@ class AskApi:
             return web.json_response(
                 {"decision": "pending", "ask": ask_view(decision.ask)}, status=202
             )
+        if decision.repeat and decision.ask is not None:
+            refused = decision.ask
+            return web.json_response({
+                "decision": "refuse", "error": "approval_refused",
+                "message": "this exact call was refused; it is not asked again until "
+                           "the refusal is forgotten",
+                "by": refused.answered_by, "note": refused.answer_note, "repeat": True,
+                "approval": refused.id,
+            }, status=403)
         return web.json_response(
             {
                 "decision": "refuse",

@@ -79,7 +79,11 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
     return view
 
 
-def operator_view(ask: AskRow, history: list[dict[str, Any]] | None) -> dict[str, Any]:
+def operator_view(
+    ask: AskRow, history: list[dict[str, Any]] | None, remembered_for: float | None = None
+) -> dict[str, Any]:
+    """The agent's view plus who and how; `remembered_for`: how long the gate remembers a
+    refusal of this approval's call (shown as `remembered_until` once it is refused)."""
     view = ask_view(ask)
     view["answer"] = _answer(ask, operator=True)
     view.update(
@@ -95,6 +99,14 @@ def operator_view(ask: AskRow, history: list[dict[str, Any]] | None) -> dict[str
             "at": iso(ask.escalate_at),
             "escalated_at": iso(ask.escalated_at),
         }
+    if (ask.approvals_needed or 1) > 1:
+        view["approvals"] = {"needed": ask.approvals_needed, "approvers": list(ask.approvers or [])}
+    if ask.self_check:
+        view["prevent_self_approval"] = True
+    if ask.remind_at is not None:
+        view["remind_at"], view["reminded_at"] = iso(ask.remind_at), iso(ask.reminded_at)
+    if remembered_for and ask.outcome == rules.APPROVAL_REFUSED and ask.closed_at is not None:
+        view["remembered_until"] = iso(ask.closed_at + remembered_for)
     if history is not None:
         view["history"] = [_entry(entry) for entry in history]
     return view

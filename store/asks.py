@@ -136,6 +136,30 @@ async def close_if_open(conn: Conn, seq: int | None, values: dict[str, Any]) -> 
     return bool(won.rowcount == 1)
 
 
+async def locked(conn: Conn, seq: int | None) -> AskRow | None:
+    """The ask, locked until the transaction ends (FOR UPDATE on PostgreSQL; SQLite's writer
+    holds the whole database already), so a read-then-write on it cannot race another."""
+    return await _one(conn, select(ASKS).where(A.seq == seq).with_for_update())
+
+
+async def count_approval(conn: Conn, seq: int | None, approvers: list[str]) -> bool:
+    """A quorum's approvers so far, on an ask still open (read with `locked`)."""
+    won = await conn.execute(
+        update(ASKS).where(A.seq == seq, A.status == OPEN).values(approvers=approvers)
+    )
+    return bool(won.rowcount == 1)
+
+
+async def remind_if_open(conn: Conn, seq: int | None, now: float, due_at: float) -> bool:
+    """The one writer that sends an ask's reminder, however many processes run the clock."""
+    won = await conn.execute(
+        update(ASKS)
+        .where(A.seq == seq, A.status == OPEN, A.reminded_at.is_(None))
+        .values(reminded_at=now, due_at=due_at)
+    )
+    return bool(won.rowcount == 1)
+
+
 async def escalate_if_open(conn: Conn, seq: int | None, now: float, due_at: float) -> bool:
     won = await conn.execute(
         update(ASKS)
@@ -194,6 +218,17 @@ async def use_approval(conn: Conn, seq: int | None, now: float) -> bool:
         update(ASKS).where(A.seq == seq, A.approval_used_at.is_(None)).values(approval_used_at=now)
     )
     return bool(won.rowcount == 1)
+
+
+async def recent_refusal(conn: Conn, call_hash: str, since: float) -> AskRow | None:
+    """The newest refusal of this exact call given since `since` (a remembered refusal)."""
+    return await _one(
+        conn,
+        select(ASKS)
+        .where(A.call_hash == call_hash, A.outcome == "approval_refused", A.closed_at >= since)
+        .order_by(A.seq.desc())
+        .limit(1),
+    )
 
 
 async def open_call(conn: Conn, call_hash: str) -> AskRow | None:

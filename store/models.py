@@ -76,6 +76,13 @@ class AskRow(SQLModel, table=True):
     call_input: Any = Field(default=None, sa_column=Column(JSON))
     call_hash: str | None = Field(default=None, max_length=64)
     approval_used_at: float | None = None
+    # Approval policy: a quorum counted on this row (its lock decides a race), whether the
+    # work's author may not approve, and one reminder.
+    approvals_needed: int | None = None
+    approvers: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    self_check: bool | None = None
+    remind_at: float | None = None
+    reminded_at: float | None = None
 
 
 class HistoryRow(SQLModel, table=True):

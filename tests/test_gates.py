@@ -145,7 +145,8 @@ async def test_refusal_names_who(gated: Aye) -> None:
     ask = await gated.wait(pending["ask"]["id"])
     assert ask["outcome"] == "approval_refused" and ask["by"] == "operator:local"
     status, again = await call(gated, "deploy.prod", {})
-    assert status == 202 and again["ask"]["id"] != pending["ask"]["id"]
+    # Remembered for the gate's timeout (10m): refused at once, nothing asked again.
+    assert status == 403 and again["repeat"] is True and again["by"] == "operator:local"
 
 
 async def test_timeout_refuses(gated: Aye, manual_clock: ManualClock) -> None:

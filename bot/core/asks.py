@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, rules
+from bot.core import answering, approvals, rules
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -198,6 +198,9 @@ class Asks:
             form_schema=new.form_schema, pick_min=new.pick_min, pick_max=new.pick_max,
             media=new.media,
         )
+        remind = self.defaults.question_remind_after
+        if remind is not None and now + remind < deadline:
+            values.update(remind_at=now + remind, due_at=now + remind)
         try:
             ask = await self.insert(values, {"agent": agent.name})
         except Duplicate:
@@ -246,6 +249,8 @@ class Asks:
                 ask, person, verdict.reason, surface, verdict.event, follow_up, seen,
                 given=given, misfit=verdict.misfit,
             )
+        if approvals.policed(ask, verdict):
+            return await approvals.approve(self, ask, person, note, surface, follow_up, seen)
         values = {
             "status": rules.ANSWERED, "answer_value": verdict.value,
             "answer_option": verdict.option,
@@ -254,7 +259,7 @@ class Asks:
             "closed_at": now, "due_at": None,
         }
         by = {"by": str(person), "surface": surface}
-        async with self._writing(seen, now) as conn:
+        async with self.writing(seen, now) as conn:
             won = await q.close_if_open(conn, ask.seq, values)
             if won:
                 outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
@@ -264,7 +269,7 @@ class Asks:
                 # Another answer committed between our read and this write: it won.
                 late = {"by": str(person), "why": "answered", "surface": surface}
                 await q.add_history(conn, ask.seq, now, "late", late)
-            await self._follow_up(conn, ask, follow_up, won, None if won else "answered")
+            await self.add_follow_up(conn, ask, follow_up, won, None if won else "answered")
         if not won:
             if follow_up is not None:
                 self.outbox_poke.set()
@@ -284,11 +289,11 @@ class Asks:
         """Record an answer not taken: who, what (never for a sensitive ask) and why; surfaces
         call it for what they refuse before the rules can (ambiguous, malformed)."""
         now = self.clock.now()
-        async with self._writing(seen, now) as conn:
+        async with self.writing(seen, now) as conn:
             detail = {"by": str(person), "why": reason, "surface": surface}
             detail.update(refused_detail(ask, given, misfit))
             await q.add_history(conn, ask.seq, now, event, detail)
-            await self._follow_up(conn, ask, follow_up, False, reason)
+            await self.add_follow_up(conn, ask, follow_up, False, reason)
         if follow_up is not None:
             self.outbox_poke.set()
         emit(log, f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=reason,
@@ -296,7 +301,7 @@ class Asks:
         return AnswerResult(False, reason, ask, misfit)
 
     @contextlib.asynccontextmanager
-    async def _writing(self, seen: Seen | None, now: float) -> AsyncIterator[Conn]:
+    async def writing(self, seen: Seen | None, now: float) -> AsyncIterator[Conn]:
         """A write transaction that first records `seen`: AlreadySeen, and nothing written,
         when the event was acted on before."""
         try:
@@ -307,7 +312,7 @@ class Asks:
         except Duplicate:
             raise AlreadySeen(seen.key if seen else "") from None
 
-    async def _follow_up(
+    async def add_follow_up(
         self, conn: Conn, ask: AskRow, follow_up: FollowUp | None, taken: bool, reason: str | None
     ) -> None:
         if follow_up is None:

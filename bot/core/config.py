@@ -59,11 +59,20 @@ class Defaults(Strict):
         default_factory=lambda: [Responder.parse("operator:local")], min_length=1
     )
     question_timeout: Duration = DEFAULT_TIMEOUT_S
+    # Remind an unanswered question's Slack responders once, this long after it was asked.
+    question_remind_after: Duration | None = None
 
     @field_validator("question_timeout")
     @classmethod
     def _in_range(cls, value: float) -> float:
         if not 0 < value <= MAX_TIMEOUT_S:
+            raise ValueError("must be more than 0s and at most 8760h")
+        return value
+
+    @field_validator("question_remind_after")
+    @classmethod
+    def _remind_in_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0 < value <= MAX_TIMEOUT_S:
             raise ValueError("must be more than 0s and at most 8760h")
         return value
 
@@ -100,6 +109,13 @@ class Gate(Strict):
     responders: list[ResponderField] | None = Field(default=None, min_length=1)
     timeout: Duration = DEFAULT_TIMEOUT_S
     escalate: Escalation | None = None
+    # Approval policy (see bot.core.gates): distinct approvers needed; whether the work's
+    # author may approve; how long a refusal answers an identical call (None: the timeout);
+    # when to remind the Slack responders of an approval still open.
+    approvals: int = Field(default=1, ge=1, le=5)
+    prevent_self_approval: bool = False
+    remember_refusal: Duration | None = None
+    remind_after: Duration | None = None
 
     @field_validator("operations")
     @classmethod
@@ -111,11 +127,33 @@ class Gate(Strict):
     def _in_range(cls, value: float) -> float:
         return _gate_timeout(value)
 
+    @field_validator("remember_refusal")
+    @classmethod
+    def _remember_in_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0 <= value <= MAX_TIMEOUT_S:
+            raise ValueError("must be from 0s to 8760h")
+        return value
+
+    @field_validator("remind_after")
+    @classmethod
+    def _remind_positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be more than 0s")
+        return value
+
     @model_validator(mode="after")
     def _total(self) -> Gate:
         if self.escalate and self.timeout + self.escalate.timeout > MAX_TIMEOUT_S:
             raise ValueError("timeout and escalate.timeout together must be at most 8760h")
+        if self.remind_after is not None and self.remind_after >= self.timeout:
+            raise ValueError("remind_after must be shorter than timeout")
         return self
+
+    @property
+    def remembers(self) -> float:
+        """How long a refusal answers an identical call at once: remember_refusal, by
+        default the gate's timeout; 0 turns it off."""
+        return self.timeout if self.remember_refusal is None else self.remember_refusal
 
     def specificity(self, operation: str) -> int:
         """How closely this gate names the operation: -1 when it does not match at all.

@@ -8,7 +8,7 @@ import logging
 from bot.core import rules
 from bot.core.asks import Asks
 from bot.core.logs import emit
-from bot.core.surface import ESCALATE
+from bot.core.surface import ESCALATE, REMIND
 from store import asks as q
 from store.models import AskRow
 
@@ -23,17 +23,38 @@ async def next_due(asks: Asks) -> float | None:
 
 
 async def fire_due(asks: Asks) -> int:
-    """Escalate or expire every open ask whose time has come; each fires once."""
+    """Remind, escalate or expire every open ask whose time has come; each fires once."""
     now = asks.clock.now()
     async with asks.store.read() as conn:
         due = await q.due(conn, now, DUE_BATCH)
     fired = 0
     for ask in due:
-        if ask.escalate_at is not None and ask.escalated_at is None and ask.deadline > now:
-            fired += await _escalate(asks, ask, now)
-        elif ask.deadline <= now:
+        if ask.deadline <= now:
             fired += await _expire(asks, ask, now)
+        elif ask.remind_at is not None and ask.reminded_at is None and ask.remind_at <= now:
+            fired += await _remind(asks, ask, now)
+        elif ask.escalate_at is not None and ask.escalated_at is None:
+            fired += await _escalate(asks, ask, now)
     return fired
+
+
+def _after_reminder(ask: AskRow) -> float:
+    """When the clock looks at the ask again once reminded: its escalation, or its deadline."""
+    if ask.escalate_at is not None and ask.escalated_at is None:
+        return min(ask.escalate_at, ask.deadline)
+    return ask.deadline
+
+
+async def _remind(asks: Asks, ask: AskRow, now: float) -> int:
+    async with asks.store.write() as conn:
+        won = await q.remind_if_open(conn, ask.seq, now, due_at=_after_reminder(ask))
+        if won:
+            await q.add_history(conn, ask.seq, now, "reminded", {})
+            await asks.to_outbox(conn, ask, REMIND)
+    if won:
+        asks.poke_outbox()
+        emit(log, "ask.reminded", id=ask.id, ref=rules.ref(ask))
+    return int(won)
 
 
 async def _escalate(asks: Asks, ask: AskRow, now: float) -> int:

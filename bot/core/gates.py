@@ -44,6 +44,10 @@ class Gates:
             emit(log, "call.unavailable", **audit)
             return CallDecision(REFUSE)
         now = self.asks.clock.now()
+        refused = await self._remembered(call_hash, gate, now)
+        if refused is not None:
+            emit(log, "call.refused_again", approval=refused.id, **audit)
+            return CallDecision(REFUSE, refused, refused.id, repeat=True)
         used = await self._use_approval(call_hash, now - gate.timeout, now)
         if used is not None:
             emit(log, "call.allowed", approval=used.id, **audit)
@@ -75,6 +79,14 @@ class Gates:
                 await q.add_history(conn, ask.seq, now, "used", {"agent": ask.agent})
         return ask if won else None
 
+    async def _remembered(self, call_hash: str, gate: Gate, now: float) -> AskRow | None:
+        """A refusal of this exact call within the gate's memory of refusals: it answers the
+        call at once, so an agent cannot wear people down by asking again."""
+        if gate.remembers <= 0:
+            return None
+        async with self.asks.store.read() as conn:
+            return await q.recent_refusal(conn, call_hash, now - gate.remembers)
+
     async def _open_call(self, call_hash: str) -> AskRow | None:
         async with self.asks.store.read() as conn:
             return await q.open_call(conn, call_hash)
@@ -94,6 +106,8 @@ def approval_values(
     values.update(
         question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
         operation=operation, call_input=input_,
+        approvals_needed=gate.approvals if gate.approvals > 1 else None,
+        self_check=gate.prevent_self_approval or None,
     )
     if gate.escalate and gate.timeout < total:
         values.update(
@@ -101,4 +115,6 @@ def approval_values(
             escalate_at=now + gate.timeout,
             due_at=now + gate.timeout,
         )
+    if gate.remind_after is not None and gate.remind_after < total:
+        values.update(remind_at=now + gate.remind_after, due_at=now + gate.remind_after)
     return values

@@ -39,6 +39,10 @@ REASONS = {
     "sensitive": "this answer is sensitive and cannot be given on a public page",
     "no_open_ask": "there is no open question here",
     "ambiguous": "several questions are open here: say which, with its ref",
+    "already_approved": "you have already approved it; another person's approval is needed",
+    "self_approval": "you opened this work, so someone else must approve it",
+    "author_unknown": "aye could not check who opened this work, so it cannot take an approval "
+                      "now; try again shortly",
 }
 
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 POST = "post"  # a new ask: show it where its people are
 CLOSE = "close"  # answered, expired or withdrawn: show how, and take the buttons away
 ESCALATE = "escalate"  # nobody answered in time: show it again to the wider responders
+UPDATE = "update"  # still open, but changed (a quorum's count): show it, keep the buttons
+REMIND = "remind"  # still open when its reminder came: remind its people, once
 
 
 class RetryLater(Exception):
@@ -47,6 +49,19 @@ class GiveUp(Exception):
 
 class SurfaceConfigError(Exception):
     """A surface is half-configured; the message names what is missing (one line, exit 2)."""
+
+
+class AuthorUnknown(Exception):
+    """Who opened a work could not be read (the API is down, no access): an approval that
+    depends on it is refused, never taken on a guess."""
+
+
+class AuthorSource(Protocol):
+    """A surface that can say who opened one of its works (for `prevent_self_approval`)."""
+
+    async def author(self, work: dict[str, Any]) -> str | None:
+        """`github:<login>` or `slack:<user id>` of the work's author, read from the surface
+        itself, never from the agent; AuthorUnknown when it cannot be read."""
 
 
 class Surface(Protocol):

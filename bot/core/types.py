@@ -81,3 +81,4 @@ class CallDecision:
     decision: str  # allow | pending | refuse
     ask: AskRow | None = None
     approval: str | None = None
+    repeat: bool = False  # refused at once: a remembered refusal of this exact call
