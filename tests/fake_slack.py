@@ -7,7 +7,14 @@ call is recorded once in `FakeSlack.calls`; tests wait on recorded calls, never 
 It refuses what Slack refuses: every `blocks` (chat.postMessage, chat.update, chat.postEphemeral)
 and every `view` (views.open/push/update) is checked with slack-sdk's Block Kit models, which
 know Slack's limits (a section's text 3,000 characters, a button's 75, a modal title's 24…), and
-refused with `invalid_blocks` / `invalid_arguments` as Slack does, never stored.
+refused with `invalid_blocks` / `invalid_arguments` as Slack does, never stored. What those
+models let through but Slack refuses is checked too: an attribute or element type Slack does
+not know (the models drop it silently), more than 10 checkboxes, a text input's length over
+3,000, a number input's bounds the wrong way round, a block_id used twice, a modal with inputs
+and no submit button. An image Slack cannot download (a URL in `broken_images`) refuses the
+whole message, as Slack does ("downloading image failed"). A modal submission's ack naming an
+error under a block that is not one of the view's inputs fails `submit_view` (Slack shows the
+person a generic error instead).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,8 +71,13 @@ TS_STEP_MICROS = 100
 WS_CLOSE_TIMEOUT = 2.0
 # Interactive payloads whose Socket Mode ack may carry a response (response_action, options).
 RESPONSE_PAYLOAD_TYPES = frozenset({"view_submission", "block_suggestion"})
-# Slack's ceiling on the blocks of one message (a view's, 100, slack-sdk's View checks).
+# Slack's ceiling on the blocks of one message, and of a view.
 MAX_MESSAGE_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100
+# Slack's limits that slack-sdk's models do not check.
+MAX_CHECKBOXES = 10
+MAX_TEXT_INPUT = 3000
+MAX_ELEMENT_TEXT = 3000  # a context block's text element
 
 T = TypeVar("T")
 
@@ -314,17 +327,90 @@ def _page(items: list[dict[str, Any]], args: Mapping[str, Any]) -> tuple[list[di
 # ---------------------------------------------------------------------------------------------
 
 
-def _model_problem(build: Callable[[], Any]) -> str | None:
+def _model_problem(build: Callable[[], Any], sent: Any = None) -> str | None:
     """Why slack-sdk's model refuses what `build` makes (its `to_dict()` validates the whole
-    tree), or None when it is valid."""
+    tree), or None when it is valid. With `sent`, what the model dropped of it (an attribute or
+    an element type it does not know, which Slack refuses) is a problem too."""
     try:
         built = build()
         if built is None:
             return "unknown block type"
-        built.to_dict()
+        kept = built.to_dict()
     except (SlackObjectFormationError, TypeError, ValueError, KeyError, AttributeError) as exc:
         return str(exc) or exc.__class__.__name__
+    dropped = _dropped(sent, kept, "") if sent is not None else []
+    return f"unknown attribute or element type at {dropped[0]}" if dropped else None
+
+
+def _dropped(sent: Any, kept: Any, pointer: str) -> list[str]:
+    """Where the model's `to_dict()` lost something that `sent` had."""
+    if isinstance(sent, dict):
+        if not isinstance(kept, dict):
+            return [pointer or "/"]
+        found: list[str] = []
+        for key, value in sent.items():
+            where = f"{pointer}/{key}"
+            found += [where] if key not in kept else _dropped(value, kept[key], where)
+        return found
+    if isinstance(sent, list):
+        if not isinstance(kept, list) or len(kept) != len(sent):
+            return [pointer or "/"]
+        pairs = enumerate(zip(sent, kept, strict=True))
+        return [p for n, pair in pairs for p in _dropped(*pair, f"{pointer}/{n}")]
+    return []
+
+
+def _elements(block: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(pointer, element) of every element in a block: its element, accessory, elements."""
+    found = []
+    for key in ("element", "accessory"):
+        if isinstance(block.get(key), dict):
+            found.append((f"/{key}", block[key]))
+    for n, element in enumerate(block.get("elements") or []):
+        if isinstance(element, dict):
+            found.append((f"/elements/{n}", element))
+    return found
+
+
+def _number(text: Any) -> Decimal | None:
+    try:
+        value = Decimal(str(text))
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+def _element_problem(element: dict[str, Any]) -> str | None:
+    """Slack's limits that slack-sdk's models do not check."""
+    kind = element.get("type")
+    if kind in ("mrkdwn", "plain_text") and len(str(element.get("text", ""))) > MAX_ELEMENT_TEXT:
+        return f"text must be no more than {MAX_ELEMENT_TEXT} characters"
+    if kind in ("checkboxes", "radio_buttons") and len(element.get("options") or []) > MAX_CHECKBOXES:
+        return f"options must have no more than {MAX_CHECKBOXES} items"
+    if kind == "plain_text_input":
+        low, high = element.get("min_length", 0), element.get("max_length", MAX_TEXT_INPUT)
+        if not 0 <= low <= MAX_TEXT_INPUT or not 1 <= high <= MAX_TEXT_INPUT or low > high:
+            return f"min_length and max_length must be within 0..{MAX_TEXT_INPUT}, min <= max"
+    if kind == "number_input":
+        bounds = [_number(element[k]) for k in ("min_value", "max_value") if k in element]
+        if any(b is None for b in bounds):
+            return "min_value and max_value must be numbers"
+        whole = not element.get("is_decimal_allowed")
+        if whole and any(b is not None and b != b.to_integral_value() for b in bounds):
+            return "min_value and max_value must be integers when is_decimal_allowed is false"
+        if len(bounds) == 2 and bounds[0] is not None and bounds[1] is not None and bounds[0] > bounds[1]:
+            return "min_value must not be greater than max_value"
+    if kind == "multi_static_select" and element.get("max_selected_items", 1) < 1:
+        return "max_selected_items must be at least 1"
     return None
+
+
+def _limit_problems(block: dict[str, Any], pointer: str) -> list[str]:
+    return [
+        f"[ERROR] {why} [json-pointer:{pointer}{where}]"
+        for where, element in _elements(block)
+        if (why := _element_problem(element)) is not None
+    ]
 
 
 def block_problems(blocks: Any, pointer: str = "/blocks", limit: int = MAX_MESSAGE_BLOCKS) -> list[str]:
@@ -334,27 +420,56 @@ def block_problems(blocks: Any, pointer: str = "/blocks", limit: int = MAX_MESSA
     problems = []
     if len(blocks) > limit:
         problems.append(f"[ERROR] no more than {limit} items allowed [json-pointer:{pointer}]")
+    seen: set[str] = set()
     for n, block in enumerate(blocks):
         why = "must be an object" if not isinstance(block, dict) else _model_problem(
-            lambda block=block: Block.parse(block)
+            lambda block=block: Block.parse(block), block
         )
         if why is not None:
             problems.append(f"[ERROR] {why} [json-pointer:{pointer}/{n}]")
+            continue
+        problems += _limit_problems(block, f"{pointer}/{n}")
+        block_id = block.get("block_id")
+        if block_id in seen:
+            problems.append(f"[ERROR] duplicate block_id {block_id!r} [json-pointer:{pointer}/{n}]")
+        if block_id is not None:
+            seen.add(block_id)
     return problems
+
+
+def input_block_ids(view: Mapping[str, Any]) -> list[str]:
+    return [
+        str(b.get("block_id")) for b in view.get("blocks") or []
+        if isinstance(b, dict) and b.get("type") == "input"
+    ]
 
 
 def view_problems(view: Any) -> list[str]:
     """Slack's words for each thing wrong with a modal or Home tab view (none: it is valid)."""
     if not isinstance(view, dict) or "type" not in view:
         return ["[ERROR] must be an object with a type [json-pointer:/view]"]
-    why = _model_problem(lambda: View(**view))
-    return [] if why is None else [f"[ERROR] {why} [json-pointer:/view]"]
+    why = _model_problem(lambda: View(**view), view)
+    if why is not None:
+        return [f"[ERROR] {why} [json-pointer:/view]"]
+    problems = block_problems(view.get("blocks") or [], "/view/blocks", MAX_VIEW_BLOCKS)
+    if view["type"] == "modal" and input_block_ids(view) and not view.get("submit"):
+        problems.append("[ERROR] a modal with input blocks needs submit [json-pointer:/view/submit]")
+    return problems
 
 
-def _check_blocks(args: Mapping[str, Any]) -> None:
+def image_problems(blocks: Any, broken: set[str]) -> list[str]:
+    """What Slack says when it cannot download an image block's image_url."""
+    return [
+        f"[ERROR] downloading image failed [json-pointer:/blocks/{n}/image_url]"
+        for n, block in enumerate(blocks if isinstance(blocks, list) else [])
+        if isinstance(block, dict) and block.get("type") == "image" and block.get("image_url") in broken
+    ]
+
+
+def _check_blocks(args: Mapping[str, Any], broken_images: set[str] | None = None) -> None:
     if args.get("blocks") is None:
         return
-    problems = block_problems(args["blocks"])
+    problems = block_problems(args["blocks"]) or image_problems(args["blocks"], broken_images or set())
     if problems:
         raise _SlackError("invalid_blocks", problems)
 
@@ -398,6 +513,8 @@ class FakeSlack(LocalServer):
         self.envelopes: list[dict[str, Any]] = []
         self.acks: list[dict[str, Any]] = []
         self.connections_opened = 0
+        # Image URLs Slack cannot download: a message with one of them is refused.
+        self.broken_images: set[str] = set()
 
         self._channels: dict[str, list[dict[str, Any]]] = {}
         self._dm_channels: dict[str, str] = {}
@@ -662,7 +779,7 @@ class FakeSlack(LocalServer):
             channel = self._dm_channel(channel)
         if not (args.get("text") or args.get("blocks") or args.get("attachments")):
             raise _SlackError("no_text")
-        _check_blocks(args)
+        _check_blocks(args, self.broken_images)
         message: dict[str, Any] = {
             "type": "message",
             "user": self.bot_user_id,
@@ -703,7 +820,7 @@ class FakeSlack(LocalServer):
         message = self._find(channel, ts)
         if message is None:
             raise _SlackError("message_not_found")
-        _check_blocks(args)
+        _check_blocks(args, self.broken_images)
         for key in ("text", "blocks", "attachments", "metadata"):
             if args.get(key) is not None:
                 message[key] = copy.deepcopy(args[key])
@@ -1036,7 +1153,15 @@ class FakeSlack(LocalServer):
             blocks=copy.deepcopy(view["blocks"]) if view.get("blocks") else None,
             team_id=team_id or self.team_id,
         )
-        return await self.send_interactive(payload, timeout=timeout)
+        ack = await self.send_interactive(payload, timeout=timeout)
+        errors = (ack.get("payload") or {}).get("errors")
+        if isinstance(errors, dict):
+            # Slack shows an error under an input block of the view; naming any other block
+            # gets the person a generic error instead.
+            unknown = set(errors) - set(input_block_ids(payload["view"]))
+            if unknown:
+                raise AssertionError(f"errors name no input block of the view: {sorted(unknown)}")
+        return ack
 
     async def send_disconnect(self, reason: str = "refresh_requested") -> None:
         """Ask every client to reconnect, as Slack does before rotating its servers."""

@@ -13,7 +13,7 @@ from bot.core.asks import Asks
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, ESCALATE, POST
 from bot.core.types import AnswerResult
-from handlers.slack import blocks, replies
+from handlers.slack import blocks, buttons, modals, replies, submitted, text
 from handlers.slack.plugin import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after
 from store.models import AskRow
@@ -84,9 +84,11 @@ def test_question_message_says_who_it_is_for_the_deadline_and_the_ref() -> None:
 def test_approval_shows_operation_and_input_with_approve_and_refuse_styled() -> None:
     message = blocks.question_message(approval(), "a1")
 
-    assert [(b["text"]["text"], b.get("style"), b["value"]) for b in buttons_of(message)] == [
-        ("Approve", "primary", f"{ASK_ID}:1"),
-        ("Refuse", "danger", f"{ASK_ID}:2"),
+    # Approve answers at once; Refuse opens a modal asking why.
+    assert [(b["text"]["text"], b.get("style"), b["action_id"], b["value"])
+            for b in buttons_of(message)] == [
+        ("Approve", "primary", "aye_option_1", f"{ASK_ID}:1"),
+        ("Refuse", "danger", "aye_refuse", ASK_ID),
     ]
     shown = text_of(message)
     assert "*Operation:* `deploy.prod`" in shown
@@ -128,9 +130,9 @@ def test_long_text_is_cut_within_slacks_limits_and_never_inside_an_entity() -> N
     for block in message.blocks:
         if block["type"] == "section":
             assert len(block["text"]["text"]) <= 3000
-    assert blocks.fit("ab&cd", 4) == "ab…"
-    assert blocks.fit("a&bcdefgh", 8) == "a&amp;b…"
-    assert blocks.fit("short", 10) == "short"
+    assert text.fit("ab&cd", 4) == "ab…"
+    assert text.fit("a&bcdefgh", 8) == "a&amp;b…"
+    assert text.fit("short", 10) == "short"
 
 
 MENTIONS = "<!channel> <!here> <@U0BOSS1> <!subteam^S0TEAM1> <https://evil.example|docs> &"
@@ -250,7 +252,7 @@ def test_every_message_and_the_modal_pass_slack_sdk_s_checks() -> None:
     for message in messages:
         assert block_problems(message.blocks) == []
     free = make_ask(question=longest, options=None, sensitive=True)
-    assert view_problems(blocks.answer_modal(free, "q7zzzzzz")) == []
+    assert view_problems(modals.answer_modal(free, "q7zzzzzz")) == []
 
 
 def test_button_text_is_cut_to_75() -> None:
@@ -323,8 +325,9 @@ def test_escalation_message_names_who_it_now_goes_to_and_when_it_is_refused() ->
 
 
 def test_answer_modal() -> None:
-    modal = blocks.answer_modal(make_ask(options=None, sensitive=True), "q12345678")
+    modal = modals.answer_modal(make_ask(options=None, sensitive=True), "q12345678")
 
+    assert modal is not None
     assert modal["callback_id"] == "aye_answer"
     assert modal["private_metadata"] == ASK_ID
     assert len(modal["title"]["text"]) <= 24
@@ -334,17 +337,17 @@ def test_answer_modal() -> None:
     assert field["optional"] is False
     assert "private" in field["hint"]["text"]
     state = {"answer": {"text": {"type": "plain_text_input", "value": "ok"}}}
-    assert blocks.answer_text(state) == "ok"
-    assert blocks.answer_text({}) == ""
+    assert submitted.answer_text(state) == "ok"
+    assert submitted.answer_text({}) == ""
 
 
 # -- values, replies, rules --------------------------------------------------------------------
 
 
 def test_option_values_parse_back() -> None:
-    assert blocks.parse_option_value(f"{ASK_ID}:2") == (ASK_ID, 2)
+    assert buttons.parse_option_value(f"{ASK_ID}:2") == (ASK_ID, 2)
     for bad in ("", ASK_ID, f"{ASK_ID}:", f"{ASK_ID}:x", "q7:1", f"{ASK_ID.upper()}:1"):
-        assert blocks.parse_option_value(bad) is None
+        assert buttons.parse_option_value(bad) is None
 
 
 def test_marked_ask_id() -> None:

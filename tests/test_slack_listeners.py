@@ -28,7 +28,7 @@ from bot.core.config import Defaults, Gate
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
 from bot.core.types import AgentInfo, NewAsk
-from handlers.slack import actions, blocks, replies, views
+from handlers.slack import actions, blocks, buttons, modals, replies, views
 from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface
@@ -117,20 +117,40 @@ class Bolt:
     async def press(self, ask_or_value: AskRow | str, label: str | None = None,
                     user: str = RESPONDER) -> None:
         body, action = pressed(ask_or_value, label, user)
-        if action["action_id"] == blocks.ANSWER_ACTION:
-            await actions.open_answer_form(
-                ack=self.ack, body=body, action=action, client=self.client, context=self.context
-            )
-        else:
-            await actions.press_option(
-                ack=self.ack, body=body, action=action, client=self.client, context=self.context
-            )
+        listener = {
+            buttons.ANSWER_ACTION: actions.open_answer_form,
+            buttons.REFUSE_ACTION: actions.open_refusal,
+        }.get(action["action_id"], actions.press_option)
+        if action["action_id"].startswith(buttons.WORD_ACTION):
+            listener = actions.press_word
+        await listener(
+            ack=self.ack, body=body, action=action, client=self.client, context=self.context
+        )
 
     async def submit(self, ask_id: str, text: str | None, user: str = RESPONDER) -> None:
         body = submitted(ask_id, text, user)
         await views.submit_answer(
             ack=self.ack, body=body, view=body["view"], client=self.client, context=self.context
         )
+
+    async def submit_view(self, view: dict[str, Any], values: dict[str, Any],
+                          user: str = RESPONDER) -> None:
+        """Submit a modal aye built (`view`) with `values[block_id][action_id]` filled in."""
+        body = view_submission_payload(
+            user, view["callback_id"], view["private_metadata"], values, blocks=view["blocks"],
+            trigger_id=TRIGGER_ID,
+        )
+        listener = {
+            modals.ANSWER_CALLBACK: views.submit_answer, modals.REFUSE_CALLBACK: views.submit_refusal,
+        }[view["callback_id"]]
+        await listener(
+            ack=self.ack, body=body, view=body["view"], client=self.client, context=self.context
+        )
+
+    def opened(self) -> dict[str, Any]:
+        """The view of the last views.open."""
+        view: dict[str, Any] = self.seen.of("views_open")[-1]["view"]
+        return view
 
 
 @pytest.fixture
@@ -186,7 +206,7 @@ def pressed(
     """(body, action) of a press on the button labelled `label` of the ask's post, or, given a
     button value instead of an ask, on an option button carrying that value."""
     if isinstance(ask_or_value, str):
-        action_id, value, message = f"{blocks.OPTION_ACTION}1", ask_or_value, None
+        action_id, value, message = f"{buttons.OPTION_ACTION}1", ask_or_value, None
     else:
         message = message_of(ask_or_value)
         action_id, value = button(message, label or "")
@@ -207,9 +227,10 @@ def button(message: dict[str, Any], label: str) -> tuple[str, str]:
 
 def submitted(ask_id: str, text: str | None, user: str) -> dict[str, Any]:
     """The answer form submitted with `text` typed in it (None: the field left untouched)."""
-    modal = blocks.answer_modal(builders.question(id=ask_id, options=None), "q1")
+    modal = modals.answer_modal(builders.question(id=ask_id, options=None), "q1")
+    assert modal is not None
     return view_submission_payload(
-        user, blocks.MODAL_CALLBACK, ask_id, {blocks.ANSWER_BLOCK: {blocks.ANSWER_INPUT: text}},
+        user, modals.ANSWER_CALLBACK, ask_id, {modals.ANSWER_BLOCK: {modals.TEXT_INPUT: text}},
         blocks=modal["blocks"], trigger_id=TRIGGER_ID,
     )
 
@@ -258,10 +279,19 @@ async def test_approve_and_refuse_buttons_say_what_was_decided(asks: Asks, bolt:
     assert bolt.told() == [told(f"You approved `deploy.prod` (`{ref}`).")]
 
     second = await ask_approval(asks, {"version": "1.4.3"})
+    location = {"channel": CHANNEL, "ts": POST_TS, "thread_ts": THREAD_TS}
+    await posts.record_posted(asks, second, SURFACE, location, where=f"{CHANNEL}/{THREAD_TS}")
     await bolt.press(second, "Refuse")
+
+    assert (await now(asks, second)).status == rules.OPEN  # Refuse asks why first
+    modal = bolt.opened()
+    assert (modal["callback_id"], modal["private_metadata"]) == (modals.REFUSE_CALLBACK, second.id)
+    await bolt.submit_view(modal, {modals.REASON_BLOCK: {modals.REASON_INPUT: "  not on a Friday \n"}})
 
     refused = await now(asks, second)
     assert (refused.status, refused.outcome) == ("answered", rules.APPROVAL_REFUSED)
+    assert refused.answer_note == "not on a Friday"
+    assert bolt.seen.of("ack")[-1] == {}
     assert bolt.told()[-1] == told(f"You refused `deploy.prod` (`{rules.ref(second)}`).")
 
 
@@ -277,6 +307,7 @@ async def test_a_press_by_someone_not_asked_is_refused_and_told_why(asks: Asks, 
     [*_, refused] = await asks.history(ask.seq or 0)
     assert {k: v for k, v in refused.items() if k != "at"} == {
         "event": "refused", "by": f"slack:{STRANGER}", "why": "not_a_responder", "surface": SURFACE,
+        "answer": "yes",
     }
 
 
@@ -345,7 +376,7 @@ async def test_answer_on_a_free_text_ask_opens_the_form(asks: Asks, bolt: Bolt) 
 
     assert bolt.seen.names() == ["ack", "views_open"]
     assert bolt.seen.of("views_open") == [
-        {"trigger_id": TRIGGER_ID, "view": blocks.answer_modal(ask, rules.ref(ask))}
+        {"trigger_id": TRIGGER_ID, "view": modals.answer_modal(ask, rules.ref(ask))}
     ]
     assert (await now(asks, ask)).status == rules.OPEN
 
@@ -377,7 +408,7 @@ async def test_answer_by_someone_not_asked_says_so_instead_of_opening_the_form(
 async def test_answer_naming_no_known_ask_says_so(bolt: Bolt) -> None:
     for value in (UNKNOWN_ID, "not-an-id"):
         body, action = pressed(value, None, RESPONDER)
-        action.update(action_id=blocks.ANSWER_ACTION)
+        action.update(action_id=buttons.ANSWER_ACTION)
         await actions.open_answer_form(
             ack=bolt.ack, body=body, action=action, client=bolt.client, context=bolt.context
         )
@@ -396,7 +427,7 @@ async def test_a_blank_form_is_refused_in_the_form_itself(
 
     assert bolt.seen.calls == [(
         "ack",
-        {"response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}},
+        {"response_action": "errors", "errors": {modals.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}},
     )]
     assert (await now(asks, ask)).status == rules.OPEN
 
@@ -441,8 +472,11 @@ async def test_a_submission_by_someone_not_asked_is_refused_and_told_why(
     await bolt.submit(ask.id, "ship it", user=STRANGER)
 
     assert (await now(asks, ask)).status == rules.OPEN
-    ref = rules.ref(ask)
-    assert bolt.told() == [told(f"Your answer to `{ref}` was not taken: {NOT_ASKED}.", STRANGER)]
+    # Said in the form itself, which stays open: no line in the thread after it closed.
+    assert bolt.seen.calls == [(
+        "ack", {"response_action": "errors", "errors": {modals.ANSWER_BLOCK: f"Not taken: {NOT_ASKED}."}}
+    )]
+    assert (await last_event(asks, ask))["why"] == "not_a_responder"
 
 
 async def test_a_submission_with_no_post_to_reply_in_is_taken_untold(
@@ -557,7 +591,7 @@ async def test_a_submission_from_another_organisation_is_refused_in_the_form(
     )
 
     assert bolt.seen.calls == [(
-        "ack", {"response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.OUTSIDER_ERROR}}
+        "ack", {"response_action": "errors", "errors": {modals.ANSWER_BLOCK: replies.OUTSIDER_ERROR}}
     )]
     assert (await now(asks, ask)).status == rules.OPEN
     assert await last_event(asks, ask) == refused_history()
@@ -603,7 +637,8 @@ def test_register_adds_the_listeners_to_a_bolt_app() -> None:
 
     # In order: bolt runs the first listener that matches, so the catch-all comes after the rest.
     assert [listener.ack_function for listener in app._async_listeners] == [
-        actions.press_option, actions.open_answer_form, actions.ack_only, views.submit_answer,
+        actions.press_option, actions.press_word, actions.open_answer_form, actions.open_refusal,
+        actions.ack_only, views.submit_answer, views.submit_refusal,
     ]
 
 
@@ -644,7 +679,7 @@ async def test_a_press_dispatched_through_bolt_finds_the_core_by_the_middleware(
     response = await app.async_dispatch(AsyncBoltRequest(body=blank, mode="socket_mode"))
 
     assert json.loads(response.body) == {
-        "response_action": "errors", "errors": {blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}
+        "response_action": "errors", "errors": {modals.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR}
     }
 
 

@@ -20,6 +20,7 @@ from bot.core.answering import NOT_A_RESPONDER
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
+from bot.core.types import AnswerResult
 from handlers.slack import replies
 from handlers.slack.plugin import SURFACE
 from store.models import AskRow
@@ -94,13 +95,16 @@ async def tell(client: AsyncWebClient, where: Where | None, user_id: str, text: 
     )
 
 
-async def answer_as(asks: Asks, ask: AskRow, user_id: str, text: str) -> tuple[bool, str]:
-    """Answer `ask` as `slack:<user_id>`; (taken, the words to tell them)."""
-    result = await asks.answer(ask, Responder(SURFACE, user_id), text, None, surface=SURFACE)
+async def answer_as(
+    asks: Asks, ask: AskRow, user_id: str, given: Any, note: str | None = None
+) -> tuple[AnswerResult, str]:
+    """Answer `ask` as `slack:<user_id>` with `given` (a button's word or option, or what a
+    modal gives); the result, and the words to tell them."""
+    result = await asks.answer(ask, Responder(SURFACE, user_id), given, note, surface=SURFACE)
     ref = rules.ref(ask)
     emit(log, "slack.answer", id=ask.id, ref=ref, user=user_id, taken=result.taken,
          reason=result.reason)
-    return result.taken, replies.reply(ask, ref, result)
+    return result, replies.reply(ask, ref, result)
 
 
 async def refuse_outsider(asks: Asks, ask: AskRow, body: dict[str, Any]) -> str:

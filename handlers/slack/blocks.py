@@ -1,39 +1,34 @@
-"""Block Kit payloads for aye's Slack messages and modal: pure functions of an ask, no I/O."""
+"""Block Kit payloads for aye's Slack messages: pure functions of an ask, no I/O.
+
+The modals (answer forms, the reason for a refusal) are handlers.slack.modals'; pictures and
+links beside the question are handlers.slack.media's.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import rules
+from bot.core import formats, rules
+from handlers.slack import media
+from handlers.slack.buttons import buttons
+from handlers.slack.text import clip, escape, fit, people, person, slack_date
 from store.models import AskRow
 
-# What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
-# listener can ack a press on any of them (an un-acked press shows the person an error).
-ACTION_PREFIX = "aye_"
-OPTION_ACTION = "aye_option_"  # + the option's 1-based number; value "<ask id>:<number>"
-ANSWER_ACTION = "aye_answer"  # free text: opens the modal; value "<ask id>"
-BUTTONS_BLOCK = "aye_buttons"
-MODAL_CALLBACK = "aye_answer"
-ANSWER_BLOCK = "answer"
-ANSWER_INPUT = "text"
 # Message metadata marking aye's posts, found again before re-posting after a crash.
 ASK_EVENT = "aye_ask"
 ESCALATION_EVENT = "aye_escalation"
 
-# Slack's limits: section text 3000, context element 3000 (10 elements), button text 75,
-# modal title 24, fallback text 40000 (kept short: it is what notifications show).
+# Slack's limits: section text 3000, context element 3000 (10 elements), fallback text 40000
+# (kept short: it is what notifications show). Buttons' are handlers.slack.buttons', modals'
+# handlers.slack.modals'.
 SECTION_MAX = 3000
 CONTEXT_MAX = 3000
-BUTTON_MAX = 75
-TITLE_MAX = 24
 FALLBACK_MAX = 300
-INPUT_MAX = rules.MAX_FREE_TEXT
-PREVIEW_MAX = 2500  # the question shown above the modal's text field
+VALUE_MAX = 2000  # an answer shown in a closed message or a reply
+NOTE_MAX = 800
 
-STYLES = {rules.APPROVE: "primary", rules.REFUSE: "danger"}
-LABELS = {rules.APPROVE: "Approve", rules.REFUSE: "Refuse"}
 # An approval's input is shown in one section between these.
 INPUT_HEAD = "*Input:*\n```"
 INPUT_TAIL = "```"
@@ -46,54 +41,9 @@ class Message:
     text: str
     blocks: list[dict[str, Any]]
     metadata: dict[str, Any]
-
-
-# -- text --------------------------------------------------------------------------------------
-
-
-def escape(text: str) -> str:
-    """Slack mrkdwn control characters: an agent's `<!channel>` stays text, not a ping."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def fit(text: str, limit: int) -> str:
-    """`text` escaped and cut to `limit` characters with an ellipsis, never inside an entity."""
-    shown = escape(text)
-    if len(shown) <= limit:
-        return shown
-    cut = shown[: limit - 1]
-    amp = cut.rfind("&")
-    if amp != -1 and ";" not in cut[amp:]:
-        cut = cut[:amp]
-    return cut + "…"
-
-
-def clip(text: str, limit: int) -> str:
-    """Plain text (no mrkdwn) cut to `limit` characters."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def slack_date(epoch: float) -> str:
-    """A time each reader sees in their own zone, with a UTC fallback for old clients."""
-    fallback = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{fallback}>"
-
-
-def person(responder: str) -> str:
-    """A responder (`slack:U…`, `github:x`, `operator:local`, `slack`) as people read it."""
-    kind, _, ident = responder.partition(":")
-    if kind == "slack":
-        return f"<@{ident}>" if ident else "anyone in Slack"
-    if kind == "github":
-        return f"{escape(ident)} on GitHub" if ident else "anyone on GitHub"
-    if kind == "operator":
-        return "the operator"
-    return escape(responder)
-
-
-def people(responders: list[str] | None) -> str:
-    names = [person(r) for r in responders or []]
-    return ", ".join(dict.fromkeys(names)) or "nobody"
+    # The same blocks with each picture shown as a link: sent when Slack cannot fetch a picture
+    # (None: the message has none).
+    links_only: list[dict[str, Any]] | None = None
 
 
 def ask_metadata(ask: AskRow, event: str = ASK_EVENT) -> dict[str, Any]:
@@ -107,56 +57,6 @@ def marked_ask_id(message: dict[str, Any], event: str = ASK_EVENT) -> str | None
         return None
     ask_id = (metadata.get("event_payload") or {}).get("ask_id")
     return ask_id if isinstance(ask_id, str) else None
-
-
-# -- buttons -----------------------------------------------------------------------------------
-
-
-def is_ask_id(text: str) -> bool:
-    """Ask ids are 32 hex digits (uuid4().hex); anything else in a button is not aye's."""
-    return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
-
-
-def option_value(ask: AskRow, number: int) -> str:
-    return f"{ask.id}:{number}"
-
-
-def parse_option_value(value: str) -> tuple[str, int] | None:
-    """(ask id, 1-based option number) from a button's value, or None when it is not one."""
-    ask_id, sep, number = value.partition(":")
-    if not sep or not is_ask_id(ask_id) or not number.isdigit():
-        return None
-    return ask_id, int(number)
-
-
-def _button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "action_id": action_id,
-        "text": {"type": "plain_text", "text": clip(text, BUTTON_MAX), "emoji": True},
-        "value": value,
-    }
-    if style:
-        button["style"] = style
-    return button
-
-
-def buttons(ask: AskRow) -> dict[str, Any]:
-    """One button per option (approve/refuse styled for an approval), or "Answer" for free text."""
-    if ask.options is None:
-        elements = [_button("Answer", ANSWER_ACTION, ask.id, "primary")]
-    else:
-        approval = ask.kind == rules.APPROVAL
-        elements = [
-            _button(
-                LABELS.get(option, option) if approval else option,
-                f"{OPTION_ACTION}{number}",
-                option_value(ask, number),
-                STYLES.get(option) if approval else None,
-            )
-            for number, option in enumerate(ask.options, start=1)
-        ]
-    return {"type": "actions", "block_id": BUTTONS_BLOCK, "elements": elements}
 
 
 # -- blocks ------------------------------------------------------------------------------------
@@ -226,18 +126,32 @@ def _fallback(ask: AskRow, ref: str, tail: str = "") -> str:
     return fit(f"[{ref}] {question(ask)}", FALLBACK_MAX) + tail
 
 
+def _message(
+    ask: AskRow, text: str, metadata: dict[str, Any], build: Callable[[bool], list[dict[str, Any]]]
+) -> Message:
+    """A message of the blocks `build(pictures)` makes, and, when the ask has pictures, the
+    same blocks with them as links (see handlers.slack.media)."""
+    links_only = build(False) if media.has_pictures(ask.media) else None
+    return Message(text, build(True), metadata, links_only)
+
+
+def _details_and_media(ask: AskRow, ref: str, pictures: bool) -> list[dict[str, Any]]:
+    return [*_details(ask, ref), *media.media_blocks(ask.media, pictures)]
+
+
 def question_message(ask: AskRow, ref: str) -> Message:
-    """The message asking people: question, context, who it is for, deadline, ref, buttons."""
-    blocks = [_title(ask), *_details(ask, ref)]
-    blocks.append(
-        _context(
+    """The message asking people: question, context, media, who it is for, deadline, ref,
+    buttons."""
+
+    def build(pictures: bool) -> list[dict[str, Any]]:
+        who = _context(
             f"*For:* {people(ask.responders)}",
             f"*Answer by:* {slack_date(ask.deadline)}",
             f"*Ref:* `{ref}`",
         )
-    )
-    blocks.append(buttons(ask))
-    return Message(_fallback(ask, ref), blocks, ask_metadata(ask))
+        return [_title(ask), *_details_and_media(ask, ref, pictures), who, *buttons(ask)]
+
+    return _message(ask, _fallback(ask, ref), ask_metadata(ask), build)
 
 
 def escalation_message(ask: AskRow, ref: str) -> Message:
@@ -251,24 +165,34 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
     else:
         title = _title(ask, " (escalated)")
         ending = "it will expire"
-    blocks = [
-        title,
-        _section(
-            f"Nobody answered in time. It now goes to {people(ask.escalate_responders)} as well; "
-            f"unless someone answers by {slack_date(ask.deadline)}, {ending}."
-        ),
-        *_details(ask, ref),
-        _context(
-            f"*For:* {people([*ask.responders, *(ask.escalate_responders or [])])}",
-            f"*Ref:* `{ref}`",
-        ),
-        buttons(ask),
-    ]
+    widened = _section(
+        f"Nobody answered in time. It now goes to {people(ask.escalate_responders)} as well; "
+        f"unless someone answers by {slack_date(ask.deadline)}, {ending}."
+    )
+    who = _context(
+        f"*For:* {people([*ask.responders, *(ask.escalate_responders or [])])}",
+        f"*Ref:* `{ref}`",
+    )
+
+    def build(pictures: bool) -> list[dict[str, Any]]:
+        return [title, widened, *_details_and_media(ask, ref, pictures), who, *buttons(ask)]
+
     if approval:
         text = fit(f"[{ref}] Approve or refuse {ask.operation}?", FALLBACK_MAX) + " (escalated)"
     else:
         text = _fallback(ask, ref, " (escalated)")
-    return Message(text, blocks, ask_metadata(ask, ESCALATION_EVENT))
+    return _message(ask, text, ask_metadata(ask, ESCALATION_EVENT), build)
+
+
+def _quoted(note: str | None) -> str:
+    """A person's note below the outcome, as a quote."""
+    return "\n>" + fit(note, NOTE_MAX).replace("\n", "\n>") if note else ""
+
+
+def shown_answer(ask: AskRow) -> str:
+    """The answer as one escaped line (a list, yes, ok, a form's fields), never the stored
+    JSON; for an ask whose answer may be shown (see rules.ending)."""
+    return fit(formats.plain(ask, ask.answer_value) or "", VALUE_MAX)
 
 
 def outcome_line(ask: AskRow) -> str:
@@ -276,14 +200,13 @@ def outcome_line(ask: AskRow) -> str:
     who = person(ask.answered_by) if ask.answered_by else "someone"
     ended = rules.ending(ask)
     if ended == rules.ANSWERED:
-        line = f":white_check_mark: Answered by {who}: *{fit(ask.answer_value or '', 2000)}*"
-        if ask.answer_note:
-            line += "\n>" + fit(ask.answer_note, 800).replace("\n", "\n>")
-        return line
+        return f":white_check_mark: Answered by {who}: *{shown_answer(ask)}*" + _quoted(
+            ask.answer_note
+        )
     by = slack_date(ask.deadline)
     return {
-        rules.APPROVED: f":white_check_mark: Approved by {who}.",
-        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}.",
+        rules.APPROVED: f":white_check_mark: Approved by {who}." + _quoted(ask.answer_note),
+        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}." + _quoted(ask.answer_note),
         rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
         rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: nobody approved it by {by}.",
         rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
@@ -311,46 +234,11 @@ def _closed_words(ask: AskRow) -> str:
 def closed_message(ask: AskRow, ref: str, escalation: bool = False) -> Message:
     """The posted message once the ask is closed: how it ended and who answered, no buttons."""
     title = _title(ask, " (escalated)" if escalation else "")
-    blocks = [title, *_details(ask, ref), _section(outcome_line(ask)), _context(f"*Ref:* `{ref}`")]
+    line = outcome_line(ask)  # none for an ask still open: Slack refuses an empty section
+    ended = [*([_section(line)] if line else []), _context(f"*Ref:* `{ref}`")]
+
+    def build(pictures: bool) -> list[dict[str, Any]]:
+        return [title, *_details_and_media(ask, ref, pictures), *ended]
+
     metadata = ask_metadata(ask, ESCALATION_EVENT if escalation else ASK_EVENT)
-    return Message(_fallback(ask, ref, f" ({_closed_words(ask)})"), blocks, metadata)
-
-
-def answer_modal(ask: AskRow, ref: str) -> dict[str, Any]:
-    """The free-text answer form; `private_metadata` carries the ask id back on submission."""
-    blocks: list[dict[str, Any]] = [_section("*" + fit(question(ask), PREVIEW_MAX) + "*")]
-    element: dict[str, Any] = {
-        "type": "plain_text_input",
-        "action_id": ANSWER_INPUT,
-        "multiline": True,
-        "max_length": INPUT_MAX,
-    }
-    field: dict[str, Any] = {
-        "type": "input",
-        "block_id": ANSWER_BLOCK,
-        "label": {"type": "plain_text", "text": "Your answer"},
-        "element": element,
-        "optional": False,
-    }
-    if ask.sensitive:
-        field["hint"] = {
-            "type": "plain_text",
-            "text": "This answer is private: only the agent that asked will see it.",
-        }
-    blocks.append(field)
-    return {
-        "type": "modal",
-        "callback_id": MODAL_CALLBACK,
-        "private_metadata": ask.id,
-        "title": {"type": "plain_text", "text": clip(f"Answer {ref}", TITLE_MAX)},
-        "submit": {"type": "plain_text", "text": "Send"},
-        "close": {"type": "plain_text", "text": "Cancel"},
-        "blocks": blocks,
-    }
-
-
-def answer_text(view_state: dict[str, Any]) -> str:
-    """The text typed in the modal, from a view's `state.values` ("" when absent)."""
-    entry = (view_state.get(ANSWER_BLOCK) or {}).get(ANSWER_INPUT) or {}
-    value = entry.get("value")
-    return value if isinstance(value, str) else ""
+    return _message(ask, _fallback(ask, ref, f" ({_closed_words(ask)})"), metadata, build)

@@ -8,6 +8,7 @@ Slack's reply and `record_posted` therefore adopts the earlier post instead of r
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -16,7 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.core import posts, rules
 from bot.core.asks import Asks
 from bot.core.logs import emit
-from handlers.slack import blocks
+from handlers.slack import blocks, media
 from handlers.slack.answering import Where
 from handlers.slack.errors import slack_error
 from handlers.slack.plugin import SURFACE
@@ -126,31 +127,53 @@ class Posts:
     # -- Slack calls -------------------------------------------------------------------------
 
     async def _send(self, target: Where, message: blocks.Message) -> str:
-        sent = await self.poster.chat_postMessage(
-            channel=target.channel,
-            thread_ts=target.thread_ts,
-            text=message.text,
-            blocks=message.blocks,
-            metadata=message.metadata,
-            unfurl_links=False,
-            unfurl_media=False,
-        )
+        async def post(shown: list[dict[str, Any]]) -> Any:
+            return await self.poster.chat_postMessage(
+                channel=target.channel,
+                thread_ts=target.thread_ts,
+                text=message.text,
+                blocks=shown,
+                metadata=message.metadata,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+
+        sent = await self._pictures_or_links(message, post)
         return str(sent["ts"])
 
     async def _update(self, ask: AskRow, channel: str, ts: str, message: blocks.Message) -> None:
-        try:
-            await self.client.chat_update(
-                channel=channel,
-                ts=ts,
-                text=message.text,
-                blocks=message.blocks,
-                metadata=message.metadata,
+        async def update(shown: list[dict[str, Any]]) -> Any:
+            return await self.client.chat_update(
+                channel=channel, ts=ts, text=message.text, blocks=shown, metadata=message.metadata
             )
+
+        try:
+            await self._pictures_or_links(message, update)
         except SlackApiError as exc:
             if slack_error(exc) not in GONE:
                 raise
             emit(log, "slack.update_skipped", level=logging.WARNING, id=ask.id, channel=channel,
                  ts=ts, slack_error=slack_error(exc))
+
+    async def _pictures_or_links(
+        self, message: blocks.Message, call: Callable[[list[dict[str, Any]]], Awaitable[Any]]
+    ) -> Any:
+        """Send the message with its pictures; when Slack refuses it for one of them (it could
+        not download it: the whole message is refused), once more with them as links. Nothing
+        was posted by the refused call, so sending again posts once."""
+        try:
+            return await call(message.blocks)
+        except SlackApiError as exc:
+            if message.links_only is None or slack_error(exc) != "invalid_blocks":
+                raise
+            metadata = exc.response.get("response_metadata") or {}
+            said = [*(metadata.get("messages") or []), *(exc.response.get("errors") or [])]
+            if not media.refused_an_image(map(str, said), message.blocks):
+                raise
+            emit(log, "slack.pictures_refused", level=logging.WARNING,
+                 id=(message.metadata.get("event_payload") or {}).get("ask_id"),
+                 effect="shown as links")
+        return await call(message.links_only)
 
     async def _find(self, target: Where, ask: AskRow, event: str, since: float) -> str | None:
         """The ts of our message in the thread (or channel) that carries this ask under `event`."""

@@ -1,16 +1,18 @@
 """What the presser alone is told (ephemerally, or in the answer form): pure words, no I/O.
 
-Agent text quoted here (an operation, an answer) is escaped like the blocks' (blocks.fit):
-an ephemeral line is mrkdwn too, and must not mention anyone or make a link.
+Agent text quoted here (an operation, an answer) is escaped like the blocks' (text.fit):
+an ephemeral line is mrkdwn too, and must not mention anyone or make a link. An answer is shown
+as people read it (formats.plain: `web, cache`, `yes`), never as the JSON the store keeps.
 """
 
 from __future__ import annotations
 
-from bot.core import rules
+from bot.core import formats, rules
 from bot.core.types import AnswerResult
-from handlers.slack.blocks import fit
+from handlers.slack.text import fit
 from store.models import AskRow
 
+VALUE_MAX = 2000
 # Why a member of another organisation (Slack Connect) cannot answer, after the reason's words.
 OUTSIDER_WHY = (
     "only members of aye's own Slack workspace (or of a workspace its operator allows) "
@@ -28,9 +30,18 @@ def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
         return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
     if taken.outcome == rules.APPROVAL_REFUSED:
         return f"You refused `{fit(taken.operation or ref, 200)}` (`{ref}`)."
-    if taken.sensitive or taken.answer_value is None:
+    shown = None if taken.sensitive else formats.plain(taken, taken.answer_value)
+    if not shown:
         return f"Thanks: your answer to `{ref}` was taken."
-    return f"Thanks: your answer to `{ref}` was taken: *{fit(taken.answer_value, 2000)}*"
+    return f"Thanks: your answer to `{ref}` was taken: *{fit(shown, VALUE_MAX)}*"
+
+
+def not_taken_error(result: AnswerResult) -> str:
+    """Why a modal's answer was not taken, said in the modal under its first input."""
+    if result.misfit is not None:
+        return result.misfit.message
+    why = rules.REASONS.get(result.reason or "", "it could not be taken")
+    return f"Not taken: {why}."
 
 
 def not_open_reply(ask: AskRow, ref: str) -> str:
@@ -54,4 +65,6 @@ FAILED_REPLY = (
     "Please try again in a moment."
 )
 EMPTY_ANSWER_ERROR = "Write an answer first."
+UNKNOWN_ASK_ERROR = "aye does not know this question any more, so nothing was recorded."
+STALE_MODAL_ERROR = "This form no longer matches the question, so nothing was recorded."
 OUTSIDER_ERROR = f"Not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."

@@ -1,8 +1,18 @@
-"""The free-text answer modal's submission (a module-level listener, like actions.py)."""
+"""Modal submissions: an answer (text, multi, form), and the reason for refusing an approval
+(module-level listeners, like actions.py).
+
+A submission is checked and answered BEFORE its ack: a `response_action: errors` can only be
+sent in the ack, and it is the one way to keep a refusal where the person is, under the field
+that did not fit (nothing is recorded then) or, for an answer the store refused (already
+answered, expired, not theirs), under the first input. The store calls are all that runs
+before the ack: Slack waits 3 s for it. The "Thanks" goes to the thread after the ack.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.app.async_app import AsyncApp
@@ -10,9 +20,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import posts
+from bot.core import formats, posts, rules
+from bot.core.forms import Misfit
 from bot.core.logs import emit
-from handlers.slack import blocks, replies
+from handlers.slack import buttons, modals, replies, submitted
 from handlers.slack.answering import (
     answer_as,
     asks_of,
@@ -22,40 +33,83 @@ from handlers.slack.answering import (
     where_posted,
 )
 from handlers.slack.plugin import SURFACE
+from handlers.slack.text import clip
+from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
+
+ERROR_MAX = 2000  # an error shown under a field: a misfit's words, a reason
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a modal gives: the answer for formats.fit, and a note beside it."""
+
+    given: Any
+    note: str | None = None
+
+
+def _answer(ask: AskRow, values: dict[str, Any]) -> Answer:
+    return Answer(submitted.given(ask, values))
+
+
+def _refusal(ask: AskRow, values: dict[str, Any]) -> Answer:
+    if ask.kind != rules.APPROVAL:
+        raise Misfit(replies.STALE_MODAL_ERROR)
+    return Answer(rules.REFUSE, submitted.reason(values))
+
+
+async def _errors(ack: AsyncAck, block: str, words: str) -> None:
+    await ack(response_action="errors", errors={block: clip(words, ERROR_MAX)})
+
+
+async def _submit(
+    ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient,
+    context: AsyncBoltContext, read: Callable[[AskRow, dict[str, Any]], Answer],
+) -> None:
+    asks = asks_of(context)
+    user_id = body["user"]["id"]
+    ask_id = str(view.get("private_metadata", ""))
+    ask = await asks.find(ask_id) if buttons.is_ask_id(ask_id) else None
+    first = submitted.first_input(view)
+    if ask is None:
+        emit(log, "slack.unknown_ask", level=logging.WARNING, user=user_id)
+        await _errors(ack, first, replies.UNKNOWN_ASK_ERROR)
+        return
+    if outsider(body, context):  # another organisation's member (Slack Connect): recorded
+        await refuse_outsider(asks, ask, body)
+        await _errors(ack, first, replies.OUTSIDER_ERROR)
+        return
+    try:
+        answer = read(ask, view["state"]["values"])
+        formats.fit(ask, answer.given)  # a misfit is said under its field; nothing recorded
+    except Misfit as misfit:
+        await _errors(ack, submitted.error_block(view, misfit), misfit.words)
+        return
+    result, words = await answer_as(asks, ask, user_id, answer.given, answer.note)
+    if not result.taken:
+        await _errors(ack, first, replies.not_taken_error(result))
+        return
+    await ack()
+    # A modal has no channel: tell them in the thread where the question was posted.
+    where = where_posted(await posts.post_location(asks, ask, SURFACE))
+    await tell(client, where, user_id, words)
 
 
 async def submit_answer(
     ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient,
     context: AsyncBoltContext,
 ) -> None:
-    text = blocks.answer_text(view["state"]["values"])
-    refused = outsider(body, context)
-    # The refusals shown in the form itself need no lookup, so they are the ack. A person of
-    # another organisation is refused there, and the refusal then recorded below.
-    if refused:
-        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: replies.OUTSIDER_ERROR})
-    elif not text.strip():
-        await ack(response_action="errors", errors={blocks.ANSWER_BLOCK: replies.EMPTY_ANSWER_ERROR})
-        return
-    else:
-        await ack()
-    asks = asks_of(context)
-    user_id = body["user"]["id"]
-    ask_id = str(view.get("private_metadata", ""))
-    ask = await asks.find(ask_id) if blocks.is_ask_id(ask_id) else None
-    if ask is None:
-        emit(log, "slack.unknown_ask", level=logging.WARNING, user=user_id)
-        return
-    if refused:  # another organisation's member (Slack Connect): recorded, told in the form
-        await refuse_outsider(asks, ask, body)
-        return
-    # A modal has no channel: tell them in the thread where the question was posted.
-    where = where_posted(await posts.post_location(asks, ask, SURFACE))
-    _, words = await answer_as(asks, ask, user_id, text)
-    await tell(client, where, user_id, words)
+    await _submit(ack, body, view, client, context, _answer)
+
+
+async def submit_refusal(
+    ack: AsyncAck, body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient,
+    context: AsyncBoltContext,
+) -> None:
+    await _submit(ack, body, view, client, context, _refusal)
 
 
 def register(app: AsyncApp) -> None:
-    app.view(blocks.MODAL_CALLBACK)(submit_answer)
+    app.view(modals.ANSWER_CALLBACK)(submit_answer)
+    app.view(modals.REFUSE_CALLBACK)(submit_refusal)

@@ -1,0 +1,106 @@
+"""aye's buttons on a question: what each carries, and the buttons of an ask by its format.
+Pure, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.core import formats, rules
+from handlers.slack.text import clip
+from store.models import AskRow
+
+# What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
+# listener can ack a press on any of them (an un-acked press shows the person an error).
+ACTION_PREFIX = "aye_"
+OPTION_ACTION = "aye_option_"  # + the option's 1-based number; value "<ask id>:<number>"
+WORD_ACTION = "aye_word_"  # + a word of WORDS (confirm, ack); value "<ask id>:<word>"
+ANSWER_ACTION = "aye_answer"  # text, multi, form: opens the answer modal; value "<ask id>"
+REFUSE_ACTION = "aye_refuse"  # an approval's Refuse: opens the modal asking why; value "<ask id>"
+BUTTONS_BLOCK = "aye_buttons"
+BUTTON_MAX = 75  # Slack's limit on a button's text
+
+STYLES = {rules.APPROVE: "primary", rules.REFUSE: "danger"}
+LABELS = {rules.APPROVE: "Approve", rules.REFUSE: "Refuse"}
+# The buttons of a confirm and an ack: (label, the word answered, style), per format.
+WORDS = {
+    formats.CONFIRM: (("Yes", "yes", "primary"), ("No", "no", None)),
+    formats.ACK: (("Continue", "ok", "primary"),),
+}
+
+
+def is_ask_id(text: str) -> bool:
+    """Ask ids are 32 hex digits (uuid4().hex); anything else in a button is not aye's."""
+    return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
+
+
+def option_value(ask: AskRow, number: int) -> str:
+    return f"{ask.id}:{number}"
+
+
+def parse_option_value(value: str) -> tuple[str, int] | None:
+    """(ask id, 1-based option number) from a button's value, or None when it is not one."""
+    ask_id, sep, number = value.partition(":")
+    if not sep or not is_ask_id(ask_id) or not (number.isascii() and number.isdigit()):
+        return None
+    return ask_id, int(number)
+
+
+def parse_word_value(value: str) -> tuple[str, str] | None:
+    """(ask id, word) from a Yes / No / Continue button's value, or None when it is not one."""
+    ask_id, sep, word = value.partition(":")
+    known = {w for choices in WORDS.values() for _, w, _ in choices}
+    if not sep or not is_ask_id(ask_id) or word not in known:
+        return None
+    return ask_id, word
+
+
+def _button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": clip(text, BUTTON_MAX), "emoji": True},
+        "value": value,
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def _approval_buttons(ask: AskRow) -> list[dict[str, Any]]:
+    """Approve answers at once; Refuse opens a modal asking why (the reason is optional)."""
+    options = ask.options or [rules.APPROVE, rules.REFUSE]
+    approve = options.index(rules.APPROVE) + 1 if rules.APPROVE in options else 1
+    return [
+        _button(LABELS[rules.APPROVE], f"{OPTION_ACTION}{approve}", option_value(ask, approve),
+                STYLES[rules.APPROVE]),
+        _button(LABELS[rules.REFUSE], REFUSE_ACTION, ask.id, STYLES[rules.REFUSE]),
+    ]
+
+
+def button_elements(ask: AskRow) -> list[dict[str, Any]]:
+    """What a person presses, by the ask's format: an approval's Approve / Refuse, a choice's
+    options, a confirm's Yes / No, an ack's Continue, or "Answer" (a modal) for the rest."""
+    fmt = formats.format_of(ask)
+    if ask.kind == rules.APPROVAL:
+        return _approval_buttons(ask)
+    if fmt == formats.CHOICE:
+        return [
+            _button(option, f"{OPTION_ACTION}{number}", option_value(ask, number))
+            for number, option in enumerate(ask.options or [], start=1)
+        ]
+    if fmt in WORDS:
+        return [
+            _button(label, f"{WORD_ACTION}{word}", f"{ask.id}:{word}", style)
+            for label, word, style in WORDS[fmt]
+        ]
+    if fmt in (formats.TEXT, formats.MULTI, formats.FORM):
+        return [_button("Answer", ANSWER_ACTION, ask.id, "primary")]
+    return []  # a format no person answers here
+
+
+def buttons(ask: AskRow) -> list[dict[str, Any]]:
+    """The actions block of the ask's buttons (none when nobody answers it by pressing)."""
+    elements = button_elements(ask)
+    if not elements:
+        return []
+    return [{"type": "actions", "block_id": BUTTONS_BLOCK, "elements": elements}]

@@ -1,0 +1,51 @@
+"""Text for Slack: escaping agents' and people's words for mrkdwn, cutting to Slack's limits,
+and naming people and times as readers see them. Pure, no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def escape(text: str) -> str:
+    """Slack mrkdwn control characters: an agent's `<!channel>` stays text, not a ping."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fit(text: str, limit: int) -> str:
+    """`text` escaped and cut to `limit` characters with an ellipsis, never inside an entity."""
+    shown = escape(text)
+    if len(shown) <= limit:
+        return shown
+    cut = shown[: limit - 1]
+    amp = cut.rfind("&")
+    if amp != -1 and ";" not in cut[amp:]:
+        cut = cut[:amp]
+    return cut + "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """Plain text (no mrkdwn) cut to `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def slack_date(epoch: float) -> str:
+    """A time each reader sees in their own zone, with a UTC fallback for old clients."""
+    fallback = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(epoch)}^{{date_short_pretty}} at {{time}}|{fallback}>"
+
+
+def person(responder: str) -> str:
+    """A responder (`slack:U…`, `github:x`, `operator:local`, `slack`) as people read it."""
+    kind, _, ident = responder.partition(":")
+    if kind == "slack":
+        return f"<@{ident}>" if ident else "anyone in Slack"
+    if kind == "github":
+        return f"{escape(ident)} on GitHub" if ident else "anyone on GitHub"
+    if kind == "operator":
+        return "the operator"
+    return escape(responder)
+
+
+def people(responders: list[str] | None) -> str:
+    names = [person(r) for r in responders or []]
+    return ", ".join(dict.fromkeys(names)) or "nobody"
