@@ -4,7 +4,9 @@
 
     async with AyeClient("http://127.0.0.1:8080", token) as aye:
         answer = await aye.ask("Spend $40 on a GPU tonight?", options=["yes", "no"])
-        async with aye.gated("deploy.prod", {"version": "1.4.2"}):
+        colours = await aye.ask("Which?", options=["red", "blue"], format="multi")  # a list
+        go = await aye.ask("Go on?", format="confirm")                               # a bool
+        async with aye.gated("deploy.prod", {"version": "1.4.2"}, timeout_s=600):
             await deploy("1.4.2")          # runs only after a person approved this exact call
 
         @aye.gated("db.migrate")           # as a decorator: the call's arguments are its input
@@ -14,12 +16,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -33,6 +36,13 @@ RETRY_MAX_S = 5.0
 RETRY_STATUSES = (502, 503, 504)
 # Without a deadline to bound them (creating an ask, a gated call), retries stop after this.
 RETRY_WITHOUT_DEADLINE_S = 300.0
+# A gated call's own bound (`timeout_s`) is kept by the server, which expires the approval then;
+# the client stops waiting this much later should no expiry come.
+TIMEOUT_GRACE_S = 30.0
+# What `ask` returns: the answer's value, typed by the ask's format (bot.core.formats): text
+# and a choice's option as a string, a multi's options as a list, confirm and ack as a bool,
+# a form as a dict.
+Answer = str | bool | list[str] | dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -154,44 +164,92 @@ class AyeClient:
                 return dict(ask)
             until = _loop_time_of(ask.get("deadline"), loop.time())
 
-    async def ask(self, question: str, **fields: Any) -> str:
-        """Ask and wait for the answer's value; AskClosed when it expired or was withdrawn."""
+    async def ask(
+        self, question: str, *, format: str | None = None, schema: dict[str, Any] | None = None,
+        min: int | None = None, max: int | None = None, media: list[dict[str, Any]] | None = None,
+        **fields: Any,
+    ) -> Answer:
+        """Ask and wait for the answer's value, typed by the format (see Answer); AskClosed
+        when it expired or was withdrawn. `format`, `schema` (a form's JSON Schema), `min` and
+        `max` (a multi's bounds) and `media` are sent only when given, like every other field
+        of POST /v1/asks in `fields`."""
+        given = {"format": format, "schema": schema, "min": min, "max": max, "media": media}
+        fields.update({k: v for k, v in given.items() if v is not None})
         ask = await self.wait((await self.create(question, **fields))["id"])
         if ask["status"] == "answered":
-            return str(ask["answer"]["value"])
+            value = ask["answer"]["value"]
+            if isinstance(value, bool | list | dict):
+                return value
+            return str(value)
         raise AskClosed(409, ask["status"], f"the question was {ask['status']}")
 
     async def call(
-        self, operation: str, input: Any = None, work: dict[str, Any] | None = None
+        self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
+        timeout_s: int | None = None,
     ) -> str | None:
-        """Wait until this exact call may run; the approval's id (None when not gated)."""
-        body = {"operation": operation, "input": input, "work": work}
+        """Wait until this exact call may run; the approval's id (None when not gated).
+        `timeout_s` bounds the wait: the server asks for the approval with a deadline no later
+        than that (it is sent only when given)."""
+        body: dict[str, Any] = {"operation": operation, "input": input, "work": work}
+        if timeout_s is not None:
+            body["timeout_s"] = timeout_s
+        loop = asyncio.get_running_loop()
+        end = None if timeout_s is None else loop.time() + timeout_s + TIMEOUT_GRACE_S
         while True:
             _, reply = await self._request("POST", "/v1/calls", body)
             if reply["decision"] == "allow":
                 return reply.get("approval")  # type: ignore[no-any-return]
             if reply["decision"] == "refuse":
-                raise ApprovalUnavailable(operation)
-            ask = await self.wait(reply["ask"]["id"])
+                raise _refusal(operation, reply)
+            left = None if end is None else max(0.0, end - loop.time())
+            ask = await self.wait(reply["ask"]["id"], timeout=left)
             outcome = ask.get("outcome")
             if outcome == "approval_refused":
                 raise ApprovalRefused(operation, ask.get("by"), (ask.get("answer") or {}).get("note"))
-            if outcome == "approval_timed_out" or ask["status"] in ("expired", "withdrawn"):
+            if outcome == "approval_timed_out" or ask["status"] != "answered":
                 raise ApprovalTimedOut(operation)
             # Approved: the same call again uses the approval up and is allowed.
 
-    def gated(self, operation: str, input: Any = None, work: dict[str, Any] | None = None) -> _Gated:
-        """`async with aye.gated(op, input):` or `@aye.gated(op)` on an async function."""
-        return _Gated(self, operation, input, work)
+    def gated(
+        self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
+        timeout_s: int | None = None,
+    ) -> _Gated:
+        """`async with aye.gated(op, input):` or `@aye.gated(op)` on an async function;
+        `timeout_s`: see call()."""
+        return _Gated(self, operation, input, work, timeout_s)
+
+
+def _refusal(operation: str, reply: dict[str, Any]) -> AyeError:
+    """A 403 decision: refused by a person (now, or remembered from before), timed out, or
+    nobody who could approve it can be reached."""
+    error = reply.get("error")
+    if error == "approval_refused":
+        return ApprovalRefused(operation, reply.get("by"), reply.get("note"))
+    if error == "approval_timed_out":
+        return ApprovalTimedOut(operation)
+    if error == "approval_unavailable" or not error:
+        return ApprovalUnavailable(operation)
+    return AyeError(403, str(error), str(reply.get("message") or error))
+
+
+@contextlib.asynccontextmanager
+async def connect(url: str, token: str) -> AsyncIterator[AyeClient]:
+    """`async with connect(url, token) as aye:` an AyeClient, closed on the way out."""
+    async with AyeClient(url, token) as client:
+        yield client
 
 
 class _Gated:
-    def __init__(self, client: AyeClient, operation: str, input: Any, work: Any) -> None:
+    def __init__(
+        self, client: AyeClient, operation: str, input: Any, work: Any, timeout_s: int | None
+    ) -> None:
         self.client, self.operation, self.input, self.work = client, operation, input, work
+        self.timeout_s = timeout_s
         self.approval: str | None = None
 
     async def __aenter__(self) -> str | None:
-        self.approval = await self.client.call(self.operation, self.input, self.work)
+        self.approval = await self.client.call(self.operation, self.input, self.work,
+                                               self.timeout_s)
         return self.approval
 
     async def __aexit__(self, *exc: object) -> None:
@@ -207,7 +265,7 @@ class _Gated:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             given = self.input if self.input is not None else dict(bound.arguments)
-            await self.client.call(self.operation, given, self.work)
+            await self.client.call(self.operation, given, self.work, self.timeout_s)
             return await func(*args, **kwargs)
 
         return run

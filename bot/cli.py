@@ -12,12 +12,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from datetime import datetime
 from typing import Any
 
 from dotenv import load_dotenv
 
-from bot.logs import escape_controls
+from bot import cli_formats, cli_show
+from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError
 from bot.tokens import read_token_file, token_file_path
 from store.urls import DEFAULT_URL
@@ -97,48 +97,10 @@ def _client() -> Client:
     return Client(os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER, token)
 
 
-def _when(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def relative(ts: float | None, now: float) -> str:
-    """`3m ago`, `in 2h`: the largest unit the span reaches, rounded to the nearest (a deadline
-    a day away a moment after it was set is `in 24h`, not `in 23h`)."""
-    if ts is None:
-        return "-"
-    delta = ts - now
-    span = abs(delta)
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m"), (1, "s")):
-        if span >= size or unit == "s":
-            amount = f"{round(span / size)}{unit}"
-            break
-    return f"in {amount}" if delta > 0 else f"{amount} ago"
-
-
-def line(value: object) -> str:
-    """Server text on one line: whitespace runs (line breaks too) as one space, and every
-    other control character as its escape (`\\x1b`, `\\u202e`), so that no agent can move the
-    cursor, rewrite a line, reorder text or write the clipboard of the operator's terminal."""
-    return escape_controls(" ".join(str(value).split()))
-
-
-def block(value: object, indent: str = "  ") -> str:
-    """Server text over several lines, each cleaned as by `line` but for its spaces, the lines
-    after the first indented: only the CLI's own labels start at the margin."""
-    lines = str(value).replace("\r\n", "\n").split("\n")
-    return ("\n" + indent).join(escape_controls(text.expandtabs(4)) for text in lines)
-
-
-def _one_line(text: str, width: int) -> str:
-    flat = line(text)
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def _failed(status: int, body: Any) -> int:
     message = body.get("message", f"HTTP {status}") if isinstance(body, dict) else f"HTTP {status}"
-    print(f"aye: {line(message)}", file=sys.stderr)
+    field = body.get("field") if isinstance(body, dict) else None
+    print(f"aye: {line(message)}" + (f" (field {line(field)})" if field else ""), file=sys.stderr)
     if status == 401:
         print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
               file=sys.stderr)
@@ -166,10 +128,10 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
     table = [("REF", "STATUS", "AGENT", "AGE", "DEADLINE", "QUESTION")]
     for ask in rows:
         table.append((
-            line(ask["ref"]), line(ask["status"]), _one_line(str(ask.get("agent", "?")), 20),
-            relative(_when(ask["created_at"]), now),
-            relative(_when(ask["deadline"]), now) if ask["status"] == "open" else "-",
-            _one_line(_what(ask), QUESTION_WIDTH),
+            line(ask["ref"]), line(ask["status"]), one_line(str(ask.get("agent", "?")), 20),
+            relative(when(ask["created_at"]), now),
+            relative(when(ask["deadline"]), now) if ask["status"] == "open" else "-",
+            one_line(cli_formats.marker(ask) + _what(ask), QUESTION_WIDTH),
         ))
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
@@ -187,78 +149,16 @@ def _what(ask: dict[str, Any]) -> str:
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
-    """Everything from the server is printed through `line` or `block`: see there."""
     status, ask = client.request("GET", f"/v1/asks/{urllib.parse.quote(args.ref)}")
     if status != 200:
         return _failed(status, ask)
-    _show_what(ask)
-    _show_when(ask, time.time())
-    _show_answer(ask)
-    print("history:")
-    for entry in ask.get("history", []):
-        extra = ", ".join(
-            f"{line(k)} {_joined(v)}" for k, v in entry.items() if k not in ("at", "event")
-        )
-        print(f"  {line(entry.get('at'))}  {line(entry.get('event'))}"
-              + (f"  ({extra})" if extra else ""))
+    cli_show.show(ask)
     return EXIT_OK
 
 
-def _joined(value: object) -> str:
-    return line(", ".join(map(str, value)) if isinstance(value, list) else value)
-
-
-def _show_what(ask: dict[str, Any]) -> None:
-    print(f"{line(ask['ref'])}  {line(ask['kind'])}  {line(ask['status'])}"
-          f"  (agent {line(ask.get('agent', '?'))})")
-    print(f"question: {block(ask['question'])}")
-    if ask.get("operation"):
-        print(f"operation: {line(ask['operation'])}")
-        # JSON escapes every control character in its strings; cleaned all the same.
-        print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
-    elif ask.get("context"):
-        print(f"context: {block(ask['context'])}")
-    if ask.get("options"):
-        print("options:")
-        for number, option in enumerate(ask["options"], start=1):
-            print(f"  {number}. {line(option)}")
-    else:
-        print("options: free text")
-    print(f"for: {_joined(ask.get('responders', []))}")
-
-
-def _show_when(ask: dict[str, Any], now: float) -> None:
-    if ask.get("escalation"):
-        esc = ask["escalation"]
-        if esc.get("escalated_at"):
-            state = f"escalated {relative(_when(esc['escalated_at']), now)}"
-        elif ask["status"] == "open":
-            state = f"escalates {relative(_when(esc['at']), now)}"
-        else:
-            state = "never escalated"
-        print(f"escalation: {_joined(esc['responders'])} ({state})")
-    if ask["status"] == "open":
-        print(f"deadline: {line(ask['deadline'])} ({relative(_when(ask['deadline']), now)})")
-    else:
-        print(f"deadline: {line(ask['deadline'])}")
-        print(f"closed: {line(ask.get('closed_at'))}"
-              f" ({relative(_when(ask.get('closed_at')), now)})")
-
-
-def _show_answer(ask: dict[str, Any]) -> None:
-    if ask.get("answer"):
-        answer = ask["answer"]
-        shown = "(sensitive, hidden)" if answer.get("hidden") or answer.get("erased") else (
-            block(answer["value"]))
-        print(f"answer: {shown}  by {line(ask.get('answered_by'))}"
-              f" via {line(ask.get('surface'))}")
-        if answer.get("note"):
-            print(f"note: {block(answer['note'])}")
-    if ask.get("outcome"):
-        print(f"outcome: {line(ask['outcome'])}")
-
-
 def cmd_answer(client: Client, args: argparse.Namespace) -> int:
+    """The answer goes as the text typed: the server reads it per the ask's format (`1, 3`,
+    `yes`, `ok`, a form's one line of JSON) and says what does not fit."""
     body: dict[str, Any] = {"answer": args.answer}
     if args.note:
         body["note"] = args.note
@@ -266,28 +166,18 @@ def cmd_answer(client: Client, args: argparse.Namespace) -> int:
     status, reply = client.request("POST", path + "/answer", body)
     if status == 200:
         _, ask = client.request("GET", path)
-        value = (ask.get("answer") or {}).get("value") if isinstance(ask, dict) else None
-        shown = "(sensitive, hidden)" if value is None else line(_value(value))
+        answer = (ask.get("answer") or {}) if isinstance(ask, dict) else {}
+        value = answer.get("value")
+        shown = "(sensitive, hidden)" if value is None else cli_formats.shown(ask, value)
         print(f"taken: {line(args.ref)} answered {shown}")
         return EXIT_OK
     code = _failed(status, reply)
     if status == 422 and isinstance(reply, dict) and reply.get("error") == "invalid_answer":
         _, ask = client.request("GET", path)
-        if isinstance(ask, dict) and ask.get("options"):
-            print(f"aye: valid answers: {_valid(ask)}", file=sys.stderr)
+        valid = cli_formats.valid_answers(ask) if isinstance(ask, dict) else None
+        if valid:
+            print(f"aye: valid answers: {valid}", file=sys.stderr)
     return code
-
-
-def _value(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _valid(ask: dict[str, Any]) -> str:
-    options = [line(o) for o in ask["options"]]
-    if ask.get("kind") == "approval":
-        return " or ".join(options)
-    numbered = ", ".join(f"{n}. {o}" for n, o in enumerate(options, start=1))
-    return f"{numbered} (the number or the text)"
 
 
 def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
@@ -346,7 +236,9 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("ref")
     answer = sub.add_parser("answer", help="answer as operator:local")
     answer.add_argument("ref")
-    answer.add_argument("answer", help="an option's number or text, or free text")
+    answer.add_argument(
+        "answer", help="as the ask's format takes it: an option's number or text, free text, "
+        "`1, 3` (multi), yes/no (confirm), ok (ack), or one line of JSON (form)")
     answer.add_argument("--note", help="a remark beside the answer")
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")

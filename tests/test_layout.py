@@ -15,7 +15,7 @@ AYE = frozenset(PACKAGES)
 # The process's own modules: the composition root and what only the process runs.
 PROCESS = (
     "bot.app", "bot.surfaces", "bot.config", "bot.settings", "bot.loops", "bot.cli",
-    "bot.tokens", "bot.listener", "bot.logs",
+    "bot.tokens", "bot.listener", "bot.logs", "bot.cli_text", "bot.cli_formats", "bot.cli_show",
 )
 SHARED_HANDLERS = ("handlers.env", "handlers.retry")
 MAX_FILE_LINES = 400

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import rules
+from bot.core import formats, rules
 from bot.core.responders import Responder
 from store.models import AskRow
 
-from . import inert
-from .parsing import ANSWER_COMMAND
+from . import cut, guide, inert
 from .plugin import LOGIN
 
 MARKER = "<!-- aye:ask:{id} -->"
@@ -57,20 +56,41 @@ def has_github_responder(ask: AskRow) -> bool:
 
 def question_comment(ask: AskRow, ref: str) -> str:
     """A new ask, with how to answer it here; the first line is never a command. Agent text is
-    inert (handlers.github.inert); an approval's input is a code block, whole or plainly cut."""
+    inert (handlers.github.inert); an approval's input is a code block, whole or plainly cut.
+    The comment is whole when it fits, else each part is cut to its room (handlers.github.cut)."""
+    for rooms in cut.LEVELS[:-1]:
+        comment = _question_comment(ask, ref, rooms)
+        if _size(comment) <= COMMENT_BUDGET:
+            return comment
+    return _question_comment(ask, ref, cut.LEVELS[-1])
+
+
+def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
     title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
-    head = [f"**{title}** from an agent (ref `{ref}`)", "", *inert.quoted(question(ask))]
+    head = [f"**{title}** from an agent (ref `{ref}`)", "",
+            *cut.quoted(question(ask), rooms.question, "question", ref)]
     if ask.context and not _is_call(ask):
-        head += ["", *inert.quoted(ask.context)]
+        head += ["", *cut.quoted(ask.context, rooms.context, "context", ref)]
     tail: list[str] = []
     if ask.options:
-        tail += ["", *(f"{n}. {inert.inline(o)}" for n, o in enumerate(ask.options, start=1))]
-    tail += ["", *_how_to_answer(ask, ref), "", f"Deadline: {when(ask.deadline)}.", "",
-             marker(ask.id)]
+        tail += ["", *(f"{n}. {cut.inline(o, rooms.option)}"
+                       for n, o in enumerate(ask.options, start=1))]
+    tail += [*guide.field_lines(ask, ref, rooms), *guide.media_lines(ask, rooms)]
+    tail += ["", *guide.how_to_answer(ask, ref, _who(ask, rooms.who), rooms), "",
+             f"Deadline: {when(ask.deadline)}.", "", marker(ask.id)]
     if not _is_call(ask):
         return "\n".join([*head, *tail])
     room = COMMENT_BUDGET - _size("\n".join([*head, *tail])) - ROOM_FOR_WORDS
     return "\n".join([*head, "", *input_lines(ask.call_input, ref, room), *tail])
+
+
+def _who(ask: AskRow, room: int) -> str:
+    """Who may answer here, each GitHub login a mention (the config names them, not an agent)."""
+    logins = github_logins(_allowed(ask))
+    if logins is None:
+        return "Anyone on GitHub"
+    named = ", ".join(f"@{login}" for login in logins)
+    return named if _size(named) <= room else f"Any of the {len(logins)} people aye's config names"
 
 
 def _is_call(ask: AskRow) -> bool:
@@ -126,31 +146,11 @@ def _fit(code: str, room: int) -> str:
     return code[:low]
 
 
-def _how_to_answer(ask: AskRow, ref: str) -> list[str]:
-    if ask.sensitive:
-        return [
-            "This answer is sensitive: it cannot be given in a public comment. "
-            "Answer it in Slack or with the `aye` CLI."
-        ]
-    if ask.options:
-        first = inert.code_span(f"{ANSWER_COMMAND} {ask.options[0]}")
-        example = f"`{ANSWER_COMMAND} 1` or {first}"
-    else:
-        example = f"`{ANSWER_COMMAND} <your answer>`"
-    logins = github_logins(_allowed(ask))
-    who = "Anyone on GitHub" if logins is None else ", ".join(f"@{login}" for login in logins)
-    return [
-        f"{who}: answer with a comment whose first line is {example} "
-        f"(`{ANSWER_COMMAND} {ref} …` when several questions are open here). "
-        "Lines after the first are passed on as a note.",
-    ]
-
-
 def closed_comment(ask: AskRow, ref: str) -> str:
     """The question comment once the ask is closed: how, by whom, never a sensitive value."""
     title = "Approval" if ask.kind == rules.APPROVAL else "Question"
     lines = [f"**{title}** from an agent (ref `{ref}`): {closed_line(ask)}", "",
-             *inert.quoted(question(ask))]
+             *cut.quoted(question(ask), cut.TIGHT.question, "question", ref)]
     return "\n".join([*lines, "", marker(ask.id)])
 
 
@@ -159,7 +159,7 @@ def closed_line(ask: AskRow) -> str:
     by = who_answered(ask.answered_by)
     ended = rules.ending(ask)
     if ended == rules.ANSWERED:
-        return f"answered by {by}: **{_inline(ask.answer_value or '')}**"
+        return f"answered by {by}: **{_inline(shown_answer(ask))}**"
     words = {
         rules.ANSWERED_PRIVATELY: f"answered by {by}.",
         rules.APPROVED: f"approved by {by}.",
@@ -169,6 +169,15 @@ def closed_line(ask: AskRow) -> str:
         rules.WITHDRAWN: "withdrawn.",
     }
     return words.get(ended, "closed.")
+
+
+def shown_answer(ask: AskRow) -> str:
+    """The answer as people read it (bot.core.formats.plain): `red, blue`, `yes`, `ok`,
+    `Region: eu, Nodes: 3`; a typed answer on one line, free text as it was written."""
+    shown = formats.plain(ask, ask.answer_value) or ""
+    if formats.format_of(ask) in (formats.TEXT, formats.CHOICE):
+        return shown
+    return " ".join(shown.split())
 
 
 def who_answered(answered_by: str | None) -> str:

@@ -1,0 +1,87 @@
+"""`aye show REF`: one ask in full, as the operator's view on the server has it. Everything
+from the server is printed through bot.cli_text's `line` or `block`: see there."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from bot import cli_formats
+from bot.cli_text import block, joined, line, relative, when
+
+
+def show(ask: dict[str, Any]) -> None:
+    _show_what(ask)
+    _show_when(ask, time.time())
+    _show_answer(ask)
+    print("history:")
+    for entry in ask.get("history", []):
+        extra = ", ".join(
+            f"{line(k)} {joined(v)}" for k, v in entry.items() if k not in ("at", "event")
+        )
+        print(f"  {line(entry.get('at'))}  {line(entry.get('event'))}"
+              + (f"  ({extra})" if extra else ""))
+
+
+def _show_what(ask: dict[str, Any]) -> None:
+    print(f"{line(ask['ref'])}  {line(ask['kind'])}  {line(ask['status'])}"
+          f"  (agent {line(ask.get('agent', '?'))})")
+    print(f"question: {block(ask['question'])}")
+    if ask.get("operation"):
+        print(f"operation: {line(ask['operation'])}")
+        # JSON escapes every control character in its strings; cleaned all the same.
+        print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
+    elif ask.get("context"):
+        print(f"context: {block(ask['context'])}")
+    if ask.get("kind") != "approval":
+        print(f"format: {cli_formats.how(ask)}")
+    if ask.get("options"):
+        print("options:")
+        for number, option in enumerate(ask["options"], start=1):
+            print(f"  {number}. {line(option)}")
+    elif cli_formats.format_of(ask) == cli_formats.TEXT:
+        print("options: free text")
+    for text in (*cli_formats.field_lines(ask), *cli_formats.media_lines(ask)):
+        print(text)
+    print(f"for: {joined(ask.get('responders', []))}")
+
+
+def _show_when(ask: dict[str, Any], now: float) -> None:
+    if ask.get("escalation"):
+        esc = ask["escalation"]
+        if esc.get("escalated_at"):
+            state = f"escalated {relative(when(esc['escalated_at']), now)}"
+        elif ask["status"] == "open":
+            state = f"escalates {relative(when(esc['at']), now)}"
+        else:
+            state = "never escalated"
+        print(f"escalation: {joined(esc['responders'])} ({state})")
+    if ask["status"] == "open":
+        print(f"deadline: {line(ask['deadline'])} ({relative(when(ask['deadline']), now)})")
+    else:
+        print(f"deadline: {line(ask['deadline'])}")
+        print(f"closed: {line(ask.get('closed_at'))}"
+              f" ({relative(when(ask.get('closed_at')), now)})")
+
+
+def _show_answer(ask: dict[str, Any]) -> None:
+    answer = ask.get("answer")
+    if answer:
+        by = f"  by {line(ask.get('answered_by'))} via {line(ask.get('surface'))}"
+        if answer.get("hidden") or answer.get("erased"):
+            print(f"answer: (sensitive, hidden){by}")
+        elif cli_formats.format_of(ask) == cli_formats.TEXT:
+            print(f"answer: {block(answer['value'])}{by}")
+        else:
+            below = cli_formats.answer_lines(ask, answer["value"])
+            # A form's fields go one a line below; anything else is shown on the line.
+            value = "" if cli_formats.format_of(ask) == cli_formats.FORM and below else (
+                " " + cli_formats.shown(ask, answer["value"]))
+            print(f"answer:{value}{by}")
+            for text in below:
+                print(text)
+        if answer.get("note"):
+            print(f"note: {block(answer['note'])}")
+    if ask.get("outcome"):
+        print(f"outcome: {line(ask['outcome'])}")
