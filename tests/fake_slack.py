@@ -46,6 +46,7 @@ TEAM_ID = "T111"
 APP_ID = "A111"
 BOT_ID = "B111"
 BOT_USER_ID = "U0BOT111"
+OTHER_BOT_ID = "B0OTHER1"  # another app's posts
 DEFAULT_CHANNEL = "C111"
 DEFAULT_TIMEOUT = 5.0
 
@@ -607,6 +608,23 @@ class FakeSlack(LocalServer):
         self._channels.setdefault(channel, []).append(message)
         return str(message["ts"])
 
+    def set_author(self, channel: str, ts: str, user: str | None) -> None:
+        """Make `user` the author of a stored message (a thread's first message: who opened
+        it, as `conversations.replies` tells). None makes it an app's post of the kind Slack
+        returns with `subtype: bot_message` and `bot_id` but no `user`.
+
+        To make the lookup fail, `fail_next("conversations.replies", error=...)` (aye also
+        reads the thread before posting in it, so queue that after the post)."""
+        message = self._find(channel, ts)
+        assert message is not None, f"no message {ts} in {channel}"
+        if user is None:
+            message.pop("user", None)
+            message.update(subtype="bot_message", bot_id=OTHER_BOT_ID)
+        else:
+            message["user"] = user
+            for key in ("subtype", "bot_id", "app_id"):
+                message.pop(key, None)
+
     def responses(self) -> list[SlackCall]:
         """Posts to response URLs (`respond()` in bolt); `args` is the posted JSON body."""
         return self.calls_to("response_url")
@@ -810,7 +828,7 @@ class FakeSlack(LocalServer):
             reply["reply_broadcast"] = True
         root["thread_ts"] = root["ts"]
         root["reply_count"] = root.get("reply_count", 0) + 1
-        root["reply_users"] = sorted({*root.get("reply_users", []), reply["user"]})
+        root["reply_users"] = sorted({*root.get("reply_users", []), reply.get("user") or reply["bot_id"]})
         root["reply_users_count"] = len(root["reply_users"])
         root["latest_reply"] = reply["ts"]
 

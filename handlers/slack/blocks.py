@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core import formats, rules
-from handlers.slack import media
+from handlers.slack import media, quorum
 from handlers.slack.buttons import buttons
 from handlers.slack.text import clip, escape, fit, people, person, slack_date
 from store.models import AskRow
@@ -19,6 +19,7 @@ from store.models import AskRow
 # Message metadata marking aye's posts, found again before re-posting after a crash.
 ASK_EVENT = "aye_ask"
 ESCALATION_EVENT = "aye_escalation"
+REMINDER_EVENT = "aye_reminder"
 
 # Slack's limits: section text 3000, context element 3000 (10 elements), fallback text 40000
 # (kept short: it is what notifications show). Buttons' are handlers.slack.buttons', modals'
@@ -139,6 +140,12 @@ def _details_and_media(ask: AskRow, ref: str, pictures: bool) -> list[dict[str, 
     return [*_details(ask, ref), *media.media_blocks(ask.media, pictures)]
 
 
+def _quorum(ask: AskRow) -> list[dict[str, Any]]:
+    """An approval that needs several people: how many, and who approved so far."""
+    line = quorum.quorum_line(ask)
+    return [_context(line)] if line else []
+
+
 def question_message(ask: AskRow, ref: str) -> Message:
     """The message asking people: question, context, media, who it is for, deadline, ref,
     buttons."""
@@ -149,7 +156,8 @@ def question_message(ask: AskRow, ref: str) -> Message:
             f"*Answer by:* {slack_date(ask.deadline)}",
             f"*Ref:* `{ref}`",
         )
-        return [_title(ask), *_details_and_media(ask, ref, pictures), who, *buttons(ask)]
+        return [_title(ask), *_details_and_media(ask, ref, pictures), who, *_quorum(ask),
+                *buttons(ask)]
 
     return _message(ask, _fallback(ask, ref), ask_metadata(ask), build)
 
@@ -175,7 +183,8 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
     )
 
     def build(pictures: bool) -> list[dict[str, Any]]:
-        return [title, widened, *_details_and_media(ask, ref, pictures), who, *buttons(ask)]
+        return [title, widened, *_details_and_media(ask, ref, pictures), who, *_quorum(ask),
+                *buttons(ask)]
 
     if approval:
         text = fit(f"[{ref}] Approve or refuse {ask.operation}?", FALLBACK_MAX) + " (escalated)"
@@ -205,10 +214,12 @@ def outcome_line(ask: AskRow) -> str:
         )
     by = slack_date(ask.deadline)
     return {
-        rules.APPROVED: f":white_check_mark: Approved by {who}." + _quoted(ask.answer_note),
-        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}." + _quoted(ask.answer_note),
+        rules.APPROVED: f":white_check_mark: Approved by {quorum.approved_by(ask)}."
+        + _quoted(ask.answer_note),
+        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}.{quorum.refused_after(ask)}"
+        + _quoted(ask.answer_note),
         rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
-        rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: nobody approved it by {by}.",
+        rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: {quorum.too_few(ask)} by {by}.",
         rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
         rules.WITHDRAWN: ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed.",
     }.get(ended, "")
@@ -242,3 +253,18 @@ def closed_message(ask: AskRow, ref: str, escalation: bool = False) -> Message:
 
     metadata = ask_metadata(ask, ESCALATION_EVENT if escalation else ASK_EVENT)
     return _message(ask, _fallback(ask, ref, f" ({_closed_words(ask)})"), metadata, build)
+
+
+def reminder_message(ask: AskRow, ref: str) -> Message:
+    """Posted once in the ask's thread while it is still open at its reminder: the people it
+    waits for (Slack people mentioned), its ref and deadline. No buttons: those stay on the
+    ask's own message."""
+    who = quorum.named(ask)
+    todo = "approve or refuse it" if ask.kind == rules.APPROVAL else "answer it"
+    line = (
+        f":bell: *Reminder* for {who}: `{ref}` ({fit(question(ask), 200)}) is still open. "
+        f"Please {todo} by {slack_date(ask.deadline)}, with the buttons on its message above."
+    )
+    blocks = [_section(line), *_quorum(ask), _context(f"*Ref:* `{ref}`")]
+    text = f"Reminder for {who}: " + _fallback(ask, ref)
+    return Message(text, blocks, ask_metadata(ask, REMINDER_EVENT))

@@ -1,4 +1,5 @@
-"""Showing asks in Slack for the outbox: post once, update on close, post again on escalation.
+"""Showing asks in Slack for the outbox: post once, update on a quorum's count and on close,
+post again on escalation, remind once in the thread.
 
 Exactly once: every post carries message metadata with the ask id, and before posting aye looks
 in the thread (or the channel's recent history) for a message carrying it. A crash between
@@ -86,18 +87,51 @@ class Posts:
         )
 
     async def close(self, ask: AskRow) -> None:
+        ref = rules.ref(ask)
+        await self._rewrite(ask, lambda again: blocks.closed_message(ask, ref, again))
+
+    async def update(self, ask: AskRow) -> None:
+        """Still open, but changed (a quorum's count): show it again in each of its messages,
+        buttons kept. Once closed there is nothing to do: the close shows the end."""
+        if ask.status != rules.OPEN:
+            return
+        ref = rules.ref(ask)
+
+        def shown(again: bool) -> blocks.Message:
+            return (blocks.escalation_message if again else blocks.question_message)(ask, ref)
+
+        await self._rewrite(ask, shown)
+
+    async def _rewrite(self, ask: AskRow, render: Callable[[bool], blocks.Message]) -> None:
+        """Update each of the ask's messages with `render(is_the_escalation)`: its first post,
+        and the escalation posted again in its thread."""
         location = await posts.post_location(self.asks, ask, SURFACE)
         if location is None:
             return  # never shown in Slack
-        ref = rules.ref(ask)
         channel, ts = location["channel"], location["ts"]
         first_is_escalation = bool(location.get("escalation"))
-        await self._update(ask, channel, ts, blocks.closed_message(ask, ref, first_is_escalation))
+        await self._update(ask, channel, ts, render(first_is_escalation))
         if ask.escalated_at is not None and not first_is_escalation:
             thread = Where(channel, location.get("thread_ts") or ts)
             again = await self._find(thread, ask, blocks.ESCALATION_EVENT, ask.escalated_at)
             if again is not None:
-                await self._update(ask, channel, again, blocks.closed_message(ask, ref, True))
+                await self._update(ask, channel, again, render(True))
+
+    async def remind(self, ask: AskRow) -> None:
+        """Once, in the ask's thread: who it still waits for. Nothing for an ask closed since,
+        or never shown in Slack; a reminder already posted (a crash before the outbox knew) is
+        not posted again."""
+        if ask.status != rules.OPEN:
+            return
+        location = await posts.post_location(self.asks, ask, SURFACE)
+        if location is None:
+            return
+        thread = Where(location["channel"], location.get("thread_ts") or location["ts"])
+        since = ask.reminded_at or ask.created_at
+        if await self._find(thread, ask, blocks.REMINDER_EVENT, since) is not None:
+            return
+        await self._send(thread, blocks.reminder_message(ask, rules.ref(ask)))
+        emit(log, "slack.reminded", id=ask.id, ref=rules.ref(ask), channel=thread.channel)
 
     async def escalate(self, ask: AskRow) -> None:
         if ask.status != rules.OPEN:

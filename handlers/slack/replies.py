@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bot.core import formats, rules
 from bot.core.types import AnswerResult
+from handlers.slack import quorum
 from handlers.slack.text import fit
 from store.models import AskRow
 
@@ -26,6 +27,8 @@ def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
         why = rules.REASONS.get(result.reason or "", "it could not be taken")
         return f"Your answer to `{ref}` was not taken: {why}."
     taken = result.ask or ask
+    if taken.kind == rules.APPROVAL and taken.status == rules.OPEN:
+        return quorum.counted_reply(taken, ref)  # counted towards a quorum not yet reached
     if taken.outcome == rules.APPROVED:
         return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
     if taken.outcome == rules.APPROVAL_REFUSED:

@@ -32,10 +32,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from bot.core.surface import CLOSE, ESCALATE, POST, GiveUp, RetryLater
+from bot.core.surface import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
 from handlers import retry
 from handlers.slack import actions, errors, views
 from handlers.slack.answering import ASKS, TEAMS
+from handlers.slack.authors import ThreadAuthors
 from handlers.slack.errors import slack_error
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
@@ -119,6 +120,7 @@ class SlackSurface:
         self._own_team: str | None = None  # from auth.test: until then nobody may answer
         self._asks = asks
         self._posts: Posts | None = None
+        self._authors = ThreadAuthors()
         self._app: AsyncApp | None = None
         self._handler: AsyncSocketModeHandler | None = None
         self._retrying: asyncio.Task[None] | None = None
@@ -133,7 +135,9 @@ class SlackSurface:
         return work_thread(work) is not None or self._default_channel is not None
 
     def wants(self, ask: AskRow, action: str) -> bool:
-        """A Slack thread's ask always; otherwise the default channel's, for Slack responders."""
+        """A Slack thread's ask always; otherwise the default channel's, for Slack responders.
+        The same for every action (a quorum's update and a reminder too): `deliver` does
+        nothing for an ask that was never posted here."""
         if work_thread(ask.work) is not None:
             return True
         if self._default_channel is None:
@@ -142,6 +146,11 @@ class SlackSurface:
         if action != POST:  # an escalation may be the first time a Slack person is asked
             names += ask.escalate_responders or []
         return any(name.partition(":")[0] == SURFACE for name in names)
+
+    async def author(self, work: dict[str, Any]) -> str | None:
+        """Who opened a Slack thread (see bot.core.surface.AuthorSource): its first message's
+        author, read from Slack; AuthorUnknown when Slack cannot say."""
+        return await self._authors.author(self._posts.client if self._posts else None, work)
 
     def routes(self) -> list[web.RouteDef]:
         return []  # Socket Mode: Slack needs no route into this process
@@ -327,6 +336,10 @@ class SlackSurface:
                 await self._posts.close(ask)
             elif action == ESCALATE:
                 await self._posts.escalate(ask)
+            elif action == UPDATE:
+                await self._posts.update(ask)
+            elif action == REMIND:
+                await self._posts.remind(ask)
             else:
                 emit(log, "slack.unknown_action", level=logging.WARNING, id=ask.id, action=action)
         except SlackApiError as exc:
