@@ -5,6 +5,11 @@ Start-up is in this order so that each failure is one line naming its cause: the
 "listening on". On a stop signal parked agents are answered with their ask as it stands, new
 connections are refused, sends in flight finish, one line is logged, and the process exits 0,
 all within about 10 s.
+
+Connections (bot/connections.py): at start the soft RLIMIT_NOFILE is raised toward the hard
+limit (65,536 at most), and client connections are capped below it, leaving files for the
+process's own; a request's headers and its body must each arrive within 30 s; a burst of
+failed accepts logs one line a minute.
 """
 
 from __future__ import annotations
@@ -17,6 +22,14 @@ from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
+from bot.connections import (
+    BODY_TIMEOUT_S,
+    HEADER_TIMEOUT_S,
+    AcceptErrors,
+    CannotBind,
+    Limits,
+    serve,
+)
 from bot.core.logs import emit
 
 log = logging.getLogger("aye")
@@ -31,22 +44,34 @@ class CannotListen(Exception):
 
 async def run(
     app: web.Application, host: str, port: int, banner: Callable[[int], Sequence[str]],
-    release: Callable[[], int],
+    release: Callable[[], int], *, header_timeout: float = HEADER_TIMEOUT_S,
+    body_timeout: float = BODY_TIMEOUT_S, max_connections: int | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT. `banner(port)` gives the start-up lines (printed once
-    bound, with the port actually bound); `release()` lets parked agents go and says how many."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                           shutdown_timeout=SHUTDOWN_TIMEOUT_S)
-    await runner.setup()
+    bound, with the port actually bound); `release()` lets parked agents go and says how many.
+    `max_connections` defaults to the cap worked out from the file limit."""
+    limits = Limits.build(header_timeout, body_timeout, max_connections)
+    accept_errors = AcceptErrors()
+    logging.getLogger("asyncio").addFilter(accept_errors)
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        # aiohttp rewords the error ("error while attempting to bind…"): the errno says it plainly.
+        await _serve_until_stopped(app, host, port, limits, banner, release)
+    finally:
+        logging.getLogger("asyncio").removeFilter(accept_errors)
+
+
+async def _serve_until_stopped(
+    app: web.Application, host: str, port: int, limits: Limits,
+    banner: Callable[[int], Sequence[str]], release: Callable[[], int],
+) -> None:
+    try:
+        runner, site = await serve(app, host, port, limits, access_log=None, handle_signals=False,
+                                   shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    except CannotBind as failed:
+        # The errno says it plainly.
+        exc = failed.error
         why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise CannotListen(f"cannot listen on {host}:{port}: {why}") from None
-    for line in banner(_bound_port(site, port)):
+    for line in banner(site.port):
         print(f"aye: {line}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -57,9 +82,3 @@ async def run(
         emit(log, "aye.stopping", parked=release())
     finally:
         await runner.cleanup()
-
-
-def _bound_port(site: web.TCPSite, asked: int) -> int:
-    server = site._server  # aiohttp keeps the listening server here; port 0 picks one
-    sockets = getattr(server, "sockets", None) or []
-    return int(sockets[0].getsockname()[1]) if sockets else asked
