@@ -11,6 +11,7 @@ import sqlalchemy.exc
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from ask_api.events import stream
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
@@ -143,7 +144,13 @@ def taken(ask: Any, now: Any) -> dict[str, Any]:
 
 
 class AskApi:
-    def __init__(self, asks: Asks, gates: Gates, tokens: TokenBook) -> None:
+    def __init__(
+        self, asks: Asks, gates: Gates, tokens: TokenBook,
+        session_ok: Callable[[web.Request], bool] | None = None,
+    ) -> None:
+        """`session_ok` says whether a request carries the web inbox's operator session,
+        which `GET /v1/events` takes as the operator (the inbox's page subscribes with it)."""
+        self.session_ok = session_ok
         self.asks = asks
         self.gates = gates
         self.tokens = tokens
@@ -158,6 +165,7 @@ class AskApi:
             web.delete("/v1/asks/{id}", self.withdraw),
             web.post("/v1/asks/{id}/answer", self.answer),
             web.post("/v1/calls", self.call),
+            web.get("/v1/events", self.events),
         ]
 
     @web.middleware
@@ -168,12 +176,17 @@ class AskApi:
         # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
         usable = scheme.lower() == "bearer" and not SURROGATE.search(token)
         caller = self.tokens.caller(token.strip()) if usable else None
+        if caller is None and request.path == "/v1/events" and self._in_session(request):
+            caller = Caller(None)
         if caller is None:
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
         request[CALLER] = caller
         return await handler(request)
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _in_session(self, request: web.Request) -> bool:
+        return self.session_ok is not None and self.session_ok(request)
 
     @staticmethod
     def _agent(request: web.Request) -> Caller:
@@ -257,6 +270,9 @@ class AskApi:
             return web.json_response(ask_view(ask), status=201)
         # The earlier ask, as it stands: a read like any other (a sensitive answer is erased).
         return web.json_response(await self._view(caller, ask))
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        return await stream(request, self.asks, request[CALLER])
 
     async def get(self, request: web.Request) -> web.Response:
         caller, ask = await self._ask(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -19,9 +20,10 @@ log = logging.getLogger("aye.waiters")
 class PgListener:
     """LISTENs on the store's channel and wakes local waiters; reconnects when dropped."""
 
-    def __init__(self, url: str, waiters: Waiters) -> None:
+    def __init__(self, url: str, waiters: Waiters, changed: Callable[[], None] = lambda: None) -> None:
         self._dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._waiters = waiters
+        self._changed = changed  # another process changed an ask: the event streams look
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
@@ -32,6 +34,7 @@ class PgListener:
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         self._waiters.wake(payload)
+        self._changed()
 
     async def _run(self) -> None:
         backoff = 0.2
@@ -45,6 +48,7 @@ class PgListener:
                 if self.ready.is_set():
                     # Notifications sent while we were away are lost: have everyone look again.
                     self._waiters.wake_all()
+                    self._changed()
                 self.ready.set()
                 backoff = 0.2
                 await lost.wait()

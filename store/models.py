@@ -143,6 +143,20 @@ class DeliveryRow(SQLModel, table=True):
     received_at: float
 
 
+class EventRow(SQLModel, table=True):
+    """What happened to asks, in commit order, for the event stream (GET /v1/events): kept a
+    few hours so a reconnect (Last-Event-ID) or another process's stream finds it."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_agent_id", "agent", "id"), Index("ix_events_at", "at"))
+
+    id: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
+    at: float
+    ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    agent: str = Field(max_length=100)
+    event: str = Field(max_length=32)
+
+
 class MetaRow(SQLModel, table=True):
     """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
 

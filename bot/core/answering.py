@@ -16,6 +16,7 @@ LATE_WINDOW_S = 10.0
 NOT_A_RESPONDER, INVALID_ANSWER, SENSITIVE = "not_a_responder", "invalid_answer", "sensitive"
 NO_OPEN_ASK, AMBIGUOUS = "no_open_ask", "ambiguous"
 REFUSED, LATE = "refused", "late"
+SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +138,15 @@ def choose(
     if open_asks:
         return Ambiguous(open_asks)
     return Nothing()
+
+
+def refused_detail(ask: AskRow, given: Any, misfit: Misfit | None) -> dict[str, Any]:
+    """What a refused answer said (cut to SHOWN_GIVEN characters; never for a sensitive ask)
+    and, when it did not fit, which part and why."""
+    detail: dict[str, Any] = {}
+    if given is not None and not ask.sensitive:
+        text = given if isinstance(given, str) else rules.canonical_json(given)
+        detail["answer"] = text[:SHOWN_GIVEN]
+    if misfit is not None:
+        detail.update(field=misfit.field, message=misfit.message)
+    return detail

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from bot.core import answering, rules
+from bot.core import answering, events, rules
 from bot.core.logs import emit
 from bot.core.responders import Responder, admitted
 from bot.core.surface import UPDATE, AuthorUnknown
@@ -95,7 +95,7 @@ async def _count(
     await q.close_if_open(conn, row.seq, values)
     await q.add_history(conn, row.seq, now, "answered",
                         {**by, "outcome": rules.APPROVED, "approvers": approvers})
-    await asks.closed(conn, row)
+    await asks.closed(conn, row, events.ANSWERED)
     return row.model_copy(update=values)
 
 

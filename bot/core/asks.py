@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, approvals, rules
+from bot.core import answering, approvals, events, rules
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -39,7 +39,6 @@ from store.db import Conn, Duplicate, Store
 from store.models import AskRow
 
 log = logging.getLogger("aye.asks")
-SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
 
 
 class Asks:
@@ -51,6 +50,7 @@ class Asks:
         self.defaults = defaults
         self.clock = clock or Clock()
         self.waiters = waiters or Waiters()
+        self.events = events.EventHub(store, self.clock)
         self.surfaces: dict[str, Surface] = {}
         # Set when something new may be due sooner than the loops think.
         self.clock_poke = asyncio.Event()
@@ -139,7 +139,7 @@ class Asks:
         self.closing = True
         parked = len(self.waiters)
         self.waiters.wake_all()
-        return parked
+        return parked + self.events.close()
 
     async def mark_read(self, ask: AskRow) -> bool:
         """The agent has seen its closed ask: record it once, and erase a sensitive answer.
@@ -224,6 +224,7 @@ class Asks:
             ask = await q.insert(conn, values)
             await q.add_history(conn, ask.seq, values["created_at"], "created", detail)
             await self.to_outbox(conn, ask, POST)
+            await self.changed(conn, ask, events.CREATED)
         # After the commit: a loop poked before it could look, find nothing, and sleep on.
         if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
             self.clock_poke.set()
@@ -264,7 +265,7 @@ class Asks:
             if won:
                 outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
                 await q.add_history(conn, ask.seq, now, "answered", {**by, **outcome})
-                await self.closed(conn, ask)
+                await self.closed(conn, ask, events.ANSWERED)
             else:
                 # Another answer committed between our read and this write: it won.
                 late = {"by": str(person), "why": "answered", "surface": surface}
@@ -291,7 +292,7 @@ class Asks:
         now = self.clock.now()
         async with self.writing(seen, now) as conn:
             detail = {"by": str(person), "why": reason, "surface": surface}
-            detail.update(refused_detail(ask, given, misfit))
+            detail.update(answering.refused_detail(ask, given, misfit))
             await q.add_history(conn, ask.seq, now, event, detail)
             await self.add_follow_up(conn, ask, follow_up, False, reason)
         if follow_up is not None:
@@ -332,7 +333,7 @@ class Asks:
             won = await q.close_if_open(conn, ask.seq, values)
             if won:
                 await q.add_history(conn, ask.seq, now, "withdrawn", {"by": by})
-                await self.closed(conn, ask)
+                await self.closed(conn, ask, events.WITHDRAWN)
         if not won:
             return None
         self.after_close(ask)
@@ -341,18 +342,27 @@ class Asks:
 
     # -- what every change does ----------------------------------------------------------
 
-    async def closed(self, conn: Conn, ask: AskRow) -> None:
-        """In the closing transaction: the surfaces' updates, and other processes' wake-up."""
+    async def closed(self, conn: Conn, ask: AskRow, event: str) -> None:
+        """In the closing transaction: the surfaces' updates, the event, and other processes'
+        wake-up."""
         await self.to_outbox(conn, ask, CLOSE)
+        await self.changed(conn, ask, event)
+
+    async def changed(self, conn: Conn, ask: AskRow, event: str) -> None:
+        """In the transaction of a change the event stream shows: its event, as the last
+        write, and (PostgreSQL) a NOTIFY that wakes other processes' waits and streams."""
         if self.store.is_postgres:
             await q.notify(conn, ask.id)
+        await events.record(conn, self.store, ask, event, self.clock.now())
 
     def after_close(self, ask: AskRow, closed: AskRow | None = None) -> None:
         self.waiters.wake(ask.id, closed)
         self.poke_outbox()
 
     def poke_outbox(self) -> None:
-        """After a commit that may have written outbox rows (only surfaces make any)."""
+        """After a commit that may have written outbox rows (only surfaces make any) or
+        events: the delivery loop and the event streams look."""
+        self.events.poke()
         if self.surfaces:
             self.outbox_poke.set()
 
@@ -364,18 +374,6 @@ class Asks:
             for name, surface in self.surfaces.items()
             if surface.wants(ask, action)
         ])
-
-
-def refused_detail(ask: AskRow, given: Any, misfit: Misfit | None) -> dict[str, Any]:
-    """What a refused answer said (cut to SHOWN_GIVEN characters; never for a sensitive ask)
-    and, when it did not fit, which part and why."""
-    detail: dict[str, Any] = {}
-    if given is not None and not ask.sensitive:
-        text = given if isinstance(given, str) else rules.canonical_json(given)
-        detail["answer"] = text[:SHOWN_GIVEN]
-    if misfit is not None:
-        detail.update(field=misfit.field, message=misfit.message)
-    return detail
 
 
 def new_ask_values(

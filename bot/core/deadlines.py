@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.core import rules
+from bot.core import events, rules
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.surface import ESCALATE, REMIND
@@ -64,6 +64,7 @@ async def _escalate(asks: Asks, ask: AskRow, now: float) -> int:
             detail = {"to": ask.escalate_responders, "until": ask.deadline}
             await q.add_history(conn, ask.seq, now, "escalated", detail)
             await asks.to_outbox(conn, ask, ESCALATE)
+            await asks.changed(conn, ask, events.ESCALATED)
     if won:
         asks.poke_outbox()
         emit(log, "ask.escalated", id=ask.id, ref=rules.ref(ask))
@@ -77,7 +78,7 @@ async def _expire(asks: Asks, ask: AskRow, now: float) -> int:
         won = await q.close_if_open(conn, ask.seq, values)
         if won:
             await q.add_history(conn, ask.seq, now, "expired", {})
-            await asks.closed(conn, ask)
+            await asks.closed(conn, ask, events.EXPIRED)
     if won:
         asks.after_close(ask)
         emit(log, "ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)

@@ -1,0 +1,85 @@
+"""`GET /v1/events`: the event stream (Server-Sent Events) of the caller's asks, as it sees
+them; resumed with Last-Event-ID from the store (events are kept a few hours), kept open with
+a comment line every 15 s, ended when the process stops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import web
+
+from ask_api.tokens import Caller
+from ask_api.views import ask_view, operator_view
+from bot.core import rules
+from bot.core.asks import Asks
+from bot.core.events import Event, Subscriber
+
+HEARTBEAT_S = 15.0
+MAX_ID = 2**63 - 1
+
+
+def last_event_id(request: web.Request) -> int | None:
+    """The stream's resume point: the Last-Event-ID header (or `?last_event_id=`, for clients
+    that cannot set headers); None when absent or not an id this stream gave."""
+    text = request.headers.get("Last-Event-ID") or request.query.get("last_event_id") or ""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > MAX_ID:
+        return None
+    return int(text)
+
+
+def shown(caller: Caller, ask: Any) -> dict[str, Any]:
+    """The ask as this caller sees it, never with a sensitive value (an event is not a read:
+    the agent reads the value with GET or wait, which erases it)."""
+    view = operator_view(ask, None) if caller.is_operator else ask_view(ask)
+    if ask.sensitive and ask.status == rules.ANSWERED:
+        view["answer"] = {"value": None, "option": None, "note": None, "hidden": True}
+    return view
+
+
+def frame(event: Event, caller: Caller) -> bytes:
+    data = json.dumps(shown(caller, event.ask), ensure_ascii=False, separators=(",", ":"))
+    return f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+
+
+async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.StreamResponse:
+    hub = asks.events
+    sub = hub.subscribe(caller.agent.name if caller.agent else None)
+    try:
+        resume = last_event_id(request)
+        response = web.StreamResponse(headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",
+        })
+        await response.prepare(request)
+        await response.write(b"retry: 2000\n\n")
+        sent = await hub.newest() if resume is None else resume
+        while resume is not None:  # what it missed, from the store, until caught up
+            missed = await hub.backlog(sub, sent)
+            for event in missed:
+                await response.write(frame(event, caller))
+                sent = event.id
+            if not missed:
+                break
+        await _live(response, sub, caller, sent)
+        return response
+    except ConnectionResetError:  # the client went away
+        return web.Response(status=499)
+    finally:
+        hub.unsubscribe(sub)
+
+
+async def _live(response: web.StreamResponse, sub: Subscriber, caller: Caller, sent: int) -> None:
+    while True:
+        try:
+            event = await asyncio.wait_for(sub.queue.get(), HEARTBEAT_S)
+        except TimeoutError:
+            await response.write(b": keep-alive\n\n")
+            continue
+        if event is None:
+            return
+        if event.id > sent:  # the backlog may have sent it already
+            await response.write(frame(event, caller))
+            sent = event.id
