@@ -16,7 +16,7 @@ from typing import Any
 
 from dotenv import load_dotenv
 
-from bot import cli_formats, cli_show
+from bot import cli_formats, cli_show, cli_watch
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError
 from bot.tokens import read_token_file, token_file_path
@@ -242,6 +242,7 @@ def parser() -> argparse.ArgumentParser:
     answer.add_argument("--note", help="a remark beside the answer")
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")
+    sub.add_parser("watch", help="print every change to an ask as it happens (Ctrl-C stops)")
     return top
 
 
@@ -269,8 +270,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         return serve()
     if args.command == "migrate":
         return cmd_migrate()
+    if args.command == "watch":
+        return _watch()
     try:
         return COMMANDS[args.command](_client(), args)
+    except Unreachable as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except BadSetup as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _watch() -> int:
+    try:
+        return cli_watch.cmd_watch(_client(), Unreachable)
     except Unreachable as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
