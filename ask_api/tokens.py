@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +58,15 @@ class TokenBook:
         else:
             agents = [(default_agent or "", AgentInfo(DEFAULT_AGENT))]
         return cls(operator, [(t, a) for t, a in agents if t])
+
+    def derived_key(self, purpose: bytes) -> bytes:
+        """A key for `purpose` (the web inbox's session cookies) derived from the operator
+        token, so a new token ends what the old one signed, and the token never leaves here."""
+        return hmac.new(self._operator, b"aye: " + purpose, hashlib.sha256).digest()
+
+    def is_operator(self, token: str) -> bool:
+        found = self.caller(token)
+        return found is not None and found.is_operator
 
     def caller(self, token: str) -> Caller | None:
         given = token.encode()

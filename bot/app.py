@@ -28,6 +28,8 @@ from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
+from handlers.web import operator_session
+from handlers.web import setup as setup_inbox
 from store import outbox
 from store.db import Store, StoreError
 
@@ -56,7 +58,7 @@ def create_app(
         surface_settings = plugin.read_settings(settings.env)
         if surface_settings is not None:
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
-    api = AskApi(asks, Gates(asks, config.gates), tokens)
+    api = AskApi(asks, Gates(asks, config.gates), tokens, session_ok=operator_session)
     app = web.Application(middlewares=[errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]
@@ -64,6 +66,11 @@ def create_app(
     app.add_routes([web.get("/healthz", healthz)])
     for surface in asks.surfaces.values():
         app.add_routes(surface.routes())
+    setup_inbox(
+        app, asks, operator_ok=tokens.is_operator,
+        secure=(settings.public_url or "").startswith("https://"),
+        session_key=tokens.derived_key(b"web inbox sessions"),
+    )
     app.cleanup_ctx.append(_lifecycle)
     return app
 
@@ -96,7 +103,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         stack.push_async_callback(asks.store.close)
         await asks.store.open()
         if asks.store.is_postgres:
-            listener = PgListener(asks.store.url, asks.waiters)
+            listener = PgListener(asks.store.url, asks.waiters, asks.events.poke)
             await listener.start()
             stack.push_async_callback(listener.close)
         session = aiohttp.ClientSession()
@@ -105,9 +112,11 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
             await surface.start(session)
             stack.push_async_callback(surface.close)
         deliverer = Deliverer(asks)
+        await asks.events.start()
         tasks = [
             asyncio.create_task(run_clock(asks), name="aye-clock"),
             asyncio.create_task(deliverer.run(), name="aye-outbox"),
+            asyncio.create_task(asks.events.run(), name="aye-events"),
         ]
         stack.push_async_callback(_cancel, tasks)
         # Runs first on the way out: sends in flight finish before the loops are cancelled.

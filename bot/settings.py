@@ -28,6 +28,8 @@ class Settings:
     agent_token: str | None = field(repr=False)
     # AYE_CONFIG named the file: then it must exist (a typo must not start aye without gates).
     config_named: bool = False
+    # Where people reach aye from outside (AYE_PUBLIC_URL): https there makes cookies Secure.
+    public_url: str | None = None
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -50,5 +52,6 @@ class Settings:
             port=int(port_text),
             operator_token=get("AYE_OPERATOR_TOKEN"),
             agent_token=get("AYE_AGENT_TOKEN"),
+            public_url=get("AYE_PUBLIC_URL"),
             env=env,
         )

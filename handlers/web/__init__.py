@@ -1,0 +1,77 @@
+"""The web inbox: the operator signs in with the operator token, sees what waits for an answer
+and answers it from a browser. Server-rendered HTML (Jinja2, autoescaped) that works with plain
+forms; one small script adds live updates from the event stream (`/v1/events`, which accepts
+the inbox's session cookie through `operator_session`).
+
+The composition root calls `setup(app, asks, operator_ok, secure, session_key)` once, before
+the app starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from importlib import resources
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from bot.core.asks import Asks
+from handlers.web.guard import WEB, guard, session_of
+from handlers.web.pages import TEMPLATES, Inbox
+from handlers.web.sessions import Sessions, SignInLimit
+
+__all__ = ["operator_session", "setup"]
+
+ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
+
+
+def setup(
+    app: web.Application, asks: Asks, operator_ok: Callable[[str], bool], secure: bool,
+    session_key: bytes,
+) -> None:
+    """Add the inbox's routes, its templates and its guard to `app`.
+
+    `operator_ok(text)` says whether `text` is the operator token; `secure`: aye is served
+    over https (the cookie is then Secure); `session_key` signs sessions: derive it from the
+    operator token, so that a new token ends every session."""
+    inbox = Inbox(asks, operator_ok, Sessions(session_key, secure, asks.clock.now), SignInLimit())
+    app[WEB] = inbox
+    env = aiohttp_jinja2.setup(
+        app, app_key=TEMPLATES, default_helpers=False, autoescape=True,
+        loader=jinja2.PackageLoader("handlers.web", "templates"),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    files = {name: (resources.files("handlers.web") / "static" / name).read_bytes() for name in ASSETS}
+    versions = {name: hashlib.sha256(body).hexdigest()[:12] for name, body in files.items()}
+    env.globals["assets"] = {
+        "css": f"/inbox/assets/inbox.css?v={versions['inbox.css']}",
+        "js": f"/inbox/assets/inbox.js?v={versions['inbox.js']}",
+    }
+    app.middlewares.append(guard)
+    app.add_routes(inbox.routes())
+    app.add_routes([web.get("/inbox/assets/{name}", _asset_handler(files, versions))])
+
+
+def operator_session(request: web.Request) -> bool:
+    """Whether the request carries a valid inbox session (the operator, signed in)."""
+    inbox = request.config_dict.get(WEB)
+    return inbox is not None and session_of(request, inbox.sessions) is not None
+
+
+def _asset_handler(
+    files: dict[str, bytes], versions: dict[str, str]
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def asset(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in files:
+            raise web.HTTPNotFound()
+        etag = f'"{versions[name]}"'
+        headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=files[name], headers=headers,
+                            content_type=ASSETS[name], charset="utf-8")
+
+    return asset

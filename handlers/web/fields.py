@@ -1,0 +1,147 @@
+"""A form's fields as HTML inputs of the matching kind, and what a posted HTML form gives as
+the answer to each format (the core then checks that it fits, as for any surface).
+
+Each control macro in templates/controls.html has a reader here of the same name; a format
+whose controls post one `answer` field needs no reader (the default takes that text).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from multidict import MultiDictProxy
+
+from bot.core import forms
+
+STRING_WIDGETS = {"email": "email", "uri": "url", "date": "date"}
+FIELD_PREFIX = "f."  # a form field's input is named by its position: names may hold anything
+
+Posted = MultiDictProxy[str]
+
+
+@dataclass(frozen=True, slots=True)
+class FormField:
+    """One input of a form: `widget` is text, email, url, date, number, select, checks (a
+    checkbox per value of a multi-select) or checkbox (a boolean); `attrs` are the HTML
+    attributes that carry the schema's limits."""
+
+    name: str
+    input_name: str
+    id: str
+    title: str
+    description: str | None
+    required: bool
+    widget: str
+    attrs: dict[str, str]
+    choices: list[str]
+
+
+def form_fields(schema: dict[str, Any], ref: str) -> list[FormField]:
+    out = []
+    for index, (name, spec, required) in enumerate(forms.fields(schema)):
+        widget, attrs, choices = _widget(spec if isinstance(spec, dict) else {})
+        description = spec.get("description") if isinstance(spec, dict) else None
+        out.append(FormField(
+            name=name, input_name=f"{FIELD_PREFIX}{index}", id=f"{ref}-f{index}",
+            title=forms.title(schema, name), description=description or None,
+            required=required, widget=widget, attrs=attrs, choices=choices,
+        ))
+    return out
+
+
+def _number_text(value: Any) -> str:
+    return json.dumps(value)
+
+
+def _widget(spec: dict[str, Any]) -> tuple[str, dict[str, str], list[str]]:
+    kind = spec.get("type")
+    if kind == "boolean":
+        return "checkbox", {}, []
+    if kind in ("integer", "number"):
+        attrs = {"step": "1" if kind == "integer" else "any"}
+        for key, attr in (("minimum", "min"), ("maximum", "max")):
+            if isinstance(spec.get(key), int | float):
+                attrs[attr] = _number_text(spec[key])
+        return "number", attrs, []
+    if kind == "array":
+        items = spec.get("items")
+        values = items.get("enum", []) if isinstance(items, dict) else []
+        return "checks", {}, [str(v) for v in values]
+    if "enum" in spec:
+        return "select", {}, [str(v) for v in spec["enum"]]
+    attrs = {}
+    for key, attr in (("minLength", "minlength"), ("maxLength", "maxlength")):
+        if isinstance(spec.get(key), int):
+            attrs[attr] = str(spec[key])
+    pattern = spec.get("pattern")
+    if isinstance(pattern, str):
+        # JSON Schema's pattern matches anywhere in the text; HTML's must match all of it.
+        attrs["pattern"] = f"[\\s\\S]*(?:{pattern})[\\s\\S]*"
+        attrs["title"] = f"must match the pattern {pattern}"
+    return STRING_WIDGETS.get(str(spec.get("format")), "text"), attrs, []
+
+
+# -- what a posted form gives ---------------------------------------------------------------
+
+
+def _number(text: str, integer: bool) -> Any:
+    """The number typed, or the text itself for the core to refuse in its own words."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(value):
+        return text
+    return int(value) if integer and value.is_integer() else value
+
+
+def _form(posted: Posted, schema: dict[str, Any]) -> dict[str, Any]:
+    given: dict[str, Any] = {}
+    for index, (name, spec, _) in enumerate(forms.fields(schema)):
+        key = f"{FIELD_PREFIX}{index}"
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if kind == "boolean":
+            given[name] = key in posted
+        elif kind == "array":
+            given[name] = posted.getall(key, [])
+        else:
+            text = posted.get(key, "").strip()
+            if not text:
+                continue  # left empty: absent (the core says so if it is required)
+            given[name] = _number(text, kind == "integer") if kind in ("integer", "number") else text
+    return given
+
+
+def _choice(posted: Posted, _: dict[str, Any]) -> Any:
+    text = posted.get("answer", "")
+    # The buttons send the option's number: exact even when two options differ only in case.
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 4 else text
+
+
+def _multi(posted: Posted, _: dict[str, Any]) -> Any:
+    picked = posted.getall("pick", [])
+    return [int(p) if p.isascii() and p.isdigit() and len(p) < 4 else p for p in picked]
+
+
+def _text(posted: Posted, _: dict[str, Any]) -> Any:
+    return posted.get("answer", "")
+
+
+READERS: dict[str, Callable[[Posted, dict[str, Any]], Any]] = {
+    "choice": _choice,
+    "multi": _multi,
+    "form": _form,
+}
+
+
+def given(control: str, posted: Posted, schema: dict[str, Any] | None) -> Any:
+    """What the person gave, as the core takes it, for an ask whose controls are `control`."""
+    return READERS.get(control, _text)(posted, schema or {})

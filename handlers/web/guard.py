@@ -1,0 +1,140 @@
+"""What every inbox request goes through: the session (no session: to /login), the CSRF token
+of every POST (checked before any handler runs, so a refused POST changes nothing), a bounded
+form body, and the security headers on every response, errors and redirects included."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlencode
+
+from aiohttp import web
+from multidict import CIMultiDict, MultiDict, MultiDictProxy
+
+from handlers.web.sessions import Sessions
+
+if TYPE_CHECKING:
+    from handlers.web.pages import Inbox
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MAX_FORM = 64 * 1024
+MAX_FIELDS = 500
+LOGIN, LOGOUT, ASSETS = "/login", "/logout", "/inbox/assets/"
+# Where a form may send the browser back to: an inbox page of this site, never elsewhere.
+BACK = re.compile(r"/inbox(/[0-9A-Za-z]{1,32})?(\?[0-9A-Za-z=&_%.-]{0,200})?")
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "object-src 'none'"
+    ),
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+WEB: web.AppKey[Inbox] = web.AppKey("web_inbox")
+SESSION = web.RequestKey("web_session", str)
+FORM = web.RequestKey("web_form", MultiDictProxy[str])
+
+
+class BadForm(Exception):
+    """A POST body that is not a small URL-encoded form of text."""
+
+    def __init__(self, status: int, words: str) -> None:
+        super().__init__(words)
+        self.status, self.words = status, words
+
+
+def is_inbox(path: str) -> bool:
+    return path in ("/", LOGIN, LOGOUT, "/inbox") or path.startswith("/inbox/")
+
+
+def safe_back(text: str | None, default: str = "/inbox") -> str:
+    """`text` when it is an inbox page of this site, else `default`: no open redirect."""
+    return text if text and BACK.fullmatch(text) else default
+
+
+def login_url(request: web.Request) -> str:
+    here = request.path_qs
+    return LOGIN if here == "/inbox" or not BACK.fullmatch(here) else f"{LOGIN}?{urlencode({'next': here})}"
+
+
+def protect(headers: CIMultiDict[str]) -> None:
+    for name, value in HEADERS.items():
+        headers.setdefault(name, value)
+    headers.setdefault("Cache-Control", "no-store")
+
+
+async def read_form(request: web.Request, limit: int = MAX_FORM) -> MultiDictProxy[str]:
+    """The URL-encoded body, at most `limit` bytes: BadForm otherwise."""
+    if request.content_type != "application/x-www-form-urlencoded":
+        raise BadForm(415, "The form was not sent as a web form.")
+    if request.content_length is not None and request.content_length > limit:
+        raise BadForm(413, "The form is too large.")
+    size, chunks = 0, []
+    async for chunk in request.content.iter_chunked(16384):
+        size += len(chunk)
+        if size > limit:
+            raise BadForm(413, "The form is too large.")
+        chunks.append(chunk)
+    try:
+        pairs = parse_qsl(b"".join(chunks).decode("ascii"), keep_blank_values=True,
+                          errors="strict", max_num_fields=MAX_FIELDS)
+    except (UnicodeError, ValueError):
+        raise BadForm(400, "The form could not be read.") from None
+    # The stores refuse NUL in text (PostgreSQL): refuse it here, never change what was typed.
+    if any("\x00" in key or "\x00" in value for key, value in pairs):
+        raise BadForm(400, "The form holds a character that cannot be kept (NUL).")
+    return MultiDictProxy(MultiDict(pairs))
+
+
+def inbox_of(request: web.Request) -> Inbox:
+    return request.app[WEB]
+
+
+def session_of(request: web.Request, sessions: Sessions) -> str | None:
+    return sessions.session_id(request.cookies.get(sessions.cookie))
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if not is_inbox(request.path):
+        return await handler(request)
+    try:
+        response = await _guarded(request, handler)
+    except web.HTTPException as exc:
+        protect(exc.headers)
+        raise
+    protect(response.headers)
+    return response
+
+
+async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+    inbox = inbox_of(request)
+    sid = session_of(request, inbox.sessions)
+    path, post = request.path, request.method == "POST"
+    if sid is not None:
+        request[SESSION] = sid
+    if path == LOGIN or path == "/" or path.startswith(ASSETS):
+        return await handler(request)
+    if sid is None:
+        if post and path != LOGOUT:
+            return inbox.problem(request, 403, "Your session has ended",
+                                 "Nothing was changed. Sign in again, then answer once more.",
+                                 LOGIN, "Sign in")
+        raise web.HTTPFound(login_url(request) if not post else LOGIN)
+    if post:
+        try:
+            form = await read_form(request)
+        except BadForm as bad:
+            return inbox.problem(request, bad.status, "That form could not be used", bad.words,
+                                 "/inbox", "Back to the inbox")
+        if not inbox.sessions.csrf_ok(sid, form.get("csrf")):
+            return inbox.problem(request, 403, "That form is stale",
+                                 "It did not carry this session's token, so nothing was changed. "
+                                 "Reload the page and try again.", "/inbox", "Back to the inbox")
+        request[FORM] = form
+    return await handler(request)

@@ -1,0 +1,210 @@
+"""The inbox's pages: sign in and out, the list of asks, one ask with its history, and the
+answer a form posts (answered as operator:local, then a 303 back with the outcome)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from bot.core import formats, rules
+from bot.core.asks import Asks
+from bot.core.responders import OPERATOR
+from bot.core.types import AnswerResult
+from handlers.web import fields, views
+from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back
+from handlers.web.sessions import FLASH_COOKIE, SESSION_S, Flash, Sessions, SignInLimit
+from store.models import AskRow
+
+TEMPLATES: web.AppKey[jinja2.Environment] = web.AppKey("web_templates")
+PAGE = 50
+MAX_NOTE = 3000
+MAX_TOKEN = 1000
+PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
+
+
+class Inbox:
+    def __init__(
+        self, asks: Asks, operator_ok: Callable[[str], bool], sessions: Sessions,
+        limit: SignInLimit,
+    ) -> None:
+        self.asks = asks
+        self.operator_ok = operator_ok
+        self.sessions = sessions
+        self.limit = limit
+
+    def routes(self) -> list[web.RouteDef]:
+        return [
+            web.get("/", self.home),
+            web.get("/login", self.login_page),
+            web.post("/login", self.login),
+            web.post("/logout", self.logout),
+            web.get("/inbox", self.inbox),
+            web.get("/inbox/{ref}", self.one),
+            web.post("/inbox/{ref}/answer", self.answer),
+        ]
+
+    # -- rendering ---------------------------------------------------------------------
+
+    def render(self, request: web.Request, name: str, context: dict[str, Any],
+               status: int = 200) -> web.Response:
+        sid = request.get(SESSION)
+        base = {"csrf": self.sessions.csrf(sid) if sid else "", "flash": None, "tab": None}
+        return aiohttp_jinja2.render_template(
+            name, request, {**base, **context}, status=status, app_key=TEMPLATES
+        )
+
+    def problem(self, request: web.Request, status: int, heading: str, words: str, link: str,
+                link_words: str) -> web.Response:
+        context = {"heading": heading, "words": words, "link": link, "link_words": link_words}
+        return self.render(request, "problem.html", context, status)
+
+    def _flash(self, request: web.Request) -> Flash | None:
+        return self.sessions.read_flash(request.cookies.get(FLASH_COOKIE))
+
+    def _page(self, request: web.Request, name: str, context: dict[str, Any]) -> web.Response:
+        """A whole page: it shows the outcome of the last answer once, then forgets it."""
+        flash = self._flash(request)
+        response = self.render(request, name, {**context, "flash": flash})
+        if FLASH_COOKIE in request.cookies:
+            response.del_cookie(FLASH_COOKIE, path="/", secure=self.sessions.secure)
+        return response
+
+    # -- signing in and out ------------------------------------------------------------
+
+    async def home(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/inbox")
+
+    async def login_page(self, request: web.Request) -> web.Response:
+        following = safe_back(request.query.get("next"))
+        if request.get(SESSION):
+            raise web.HTTPFound(following)
+        return self.render(request, "login.html", {"next": following, "problem": None})
+
+    async def login(self, request: web.Request) -> web.Response:
+        address = request.remote or "unknown"
+        if not self.limit.allow(address):
+            response = self.render(request, "login.html", {
+                "next": "/inbox",
+                "problem": "Too many sign-in attempts from here. Wait a minute, then try again.",
+            }, status=429)
+            response.headers["Retry-After"] = str(self.limit.retry_after(address))
+            return response
+        try:
+            form = await read_form(request, limit=4096)
+        except BadForm as bad:
+            return self.render(request, "login.html", {"next": "/inbox", "problem": bad.words},
+                               status=bad.status)
+        following = safe_back(form.get("next"))
+        token = form.get("token", "").strip()
+        if not token or len(token) > MAX_TOKEN or not self.operator_ok(token):
+            return self.render(request, "login.html", {
+                "next": following, "problem": "That token is not valid.",
+            }, status=401)
+        response = web.Response(status=303, headers={"Location": following})
+        response.set_cookie(
+            self.sessions.cookie, self.sessions.issue(), max_age=SESSION_S, path="/",
+            httponly=True, samesite="Strict", secure=self.sessions.secure,
+        )
+        return response
+
+    async def logout(self, request: web.Request) -> web.Response:
+        response = web.Response(status=303, headers={"Location": LOGIN})
+        response.del_cookie(self.sessions.cookie, path="/", secure=self.sessions.secure,
+                            httponly=True, samesite="Strict")
+        return response
+
+    # -- the list and one ask ----------------------------------------------------------
+
+    async def inbox(self, request: web.Request) -> web.Response:
+        every = request.query.get("status") == "all"
+        text = request.query.get("cursor", "")
+        cursor = int(text) if PLAIN_INTEGER.fullmatch(text) else None
+        rows, more = await self.asks.list_asks(None, None if every else rules.OPEN, PAGE, cursor)
+        now = self.asks.clock.now()
+        query = {"status": "all"} if every else {}
+        page_url = _url("/inbox", {**query, **({"cursor": str(cursor)} if cursor else {})})
+        context = {
+            "heading": "All asks" if every else "Open asks",
+            "tab": "all" if every else "open",
+            "cards": [views.card(row, now) for row in rows],
+            "page_url": page_url,
+            "fragment_url": _fragment(page_url),
+            "next_url": _url("/inbox", {**query, "cursor": str(more)}) if more else None,
+            "first_url": _url("/inbox", query) if cursor else None,
+        }
+        if request.query.get("fragment") == "1":
+            return self.render(request, "region.html", context)
+        return self._page(request, "inbox.html", context)
+
+    async def one(self, request: web.Request) -> web.Response:
+        ask = await self._find(request)
+        if ask is None:
+            return self.problem(request, 404, "No such ask",
+                                "There is no ask with that ref.", "/inbox", "Back to the inbox")
+        now = self.asks.clock.now()
+        card = views.card(ask, now, whole_input=True)
+        card.history = views.entries(await self.asks.history(ask.seq or 0), now)
+        page_url = f"/inbox/{card.ref}"
+        context = {
+            "heading": f"{card.ref}: approval" if ask.kind == rules.APPROVAL else f"{card.ref}: question",
+            "card": card, "page_url": page_url, "fragment_url": _fragment(page_url),
+        }
+        if request.query.get("fragment") == "1":
+            return self.render(request, "detail_region.html", context)
+        return self._page(request, "detail.html", context)
+
+    async def _find(self, request: web.Request) -> AskRow | None:
+        ident = request.match_info["ref"]
+        if not (ident.isascii() and ident.isalnum() and len(ident) <= 32):
+            return None
+        return await self.asks.find(ident)
+
+    # -- answering ---------------------------------------------------------------------
+
+    async def answer(self, request: web.Request) -> web.Response:
+        posted = request[FORM]
+        back = safe_back(posted.get("back"))
+        ask = await self._find(request)
+        if ask is None:
+            flash = Flash(False, "Not answered: there is no such ask.")
+        else:
+            flash = await self._answer(ask, posted)
+        response = web.Response(status=303, headers={"Location": back})
+        response.set_cookie(FLASH_COOKIE, self.sessions.flash(flash), max_age=60, path="/",
+                            httponly=True, samesite="Strict", secure=self.sessions.secure)
+        return response
+
+    async def _answer(self, ask: AskRow, posted: Any) -> Flash:
+        ref = rules.ref(ask)
+        note = posted.get("note", "").strip() or None
+        if note is not None and len(note) > MAX_NOTE:
+            return Flash(False, f"Not answered: the note must be at most {MAX_NOTE} characters.", ref)
+        control = views.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
+        given = fields.given(control, posted, ask.form_schema)
+        result = await self.asks.answer(ask, OPERATOR, given, note, surface="web")
+        return Flash(result.taken, outcome(result, ask), ref)
+
+
+def outcome(result: AnswerResult, ask: AskRow) -> str:
+    """What the operator reads after answering: taken with its value, or why not."""
+    if result.taken:
+        return views.answered_words(result.ask or ask)
+    misfit = result.misfit
+    if misfit is not None:
+        return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."
+    reason = result.reason or "closed"
+    return f"Not answered: {rules.REASONS.get(reason, reason)}."
+
+
+def _url(path: str, query: dict[str, str]) -> str:
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def _fragment(page_url: str) -> str:
+    return page_url + ("&" if "?" in page_url else "?") + "fragment=1"

@@ -1,0 +1,285 @@
+"""What the inbox shows of an ask: plain values the templates lay out (the templates escape
+them all). Facts come from the core; the words are the inbox's own.
+
+A sensitive ask's answer is never here: not its value, not its note (the operator never sees
+it, as in the API's operator view).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.core import answering, formats, rules
+from bot.core.responders import OPERATOR, admitted
+from handlers.web.fields import form_fields
+from store.models import AskRow
+
+# How much of an approval's input (canonical JSON) a list item shows; the ask's own page
+# shows it whole. Past this the list says it is cut and gives the SHA-256 of the whole.
+LIST_INPUT_LIMIT = 2000
+APPROVAL_CONTROL = "approval"
+KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """A time as the page shows it: relative words, the absolute time and its ISO form."""
+
+    iso: str
+    absolute: str
+    relative: str
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    kind: str
+    url: str
+    caption: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShownInput:
+    text: str
+    whole: bool
+    sha256: str
+    size: int
+
+
+@dataclass(slots=True)
+class Card:
+    """One ask as a list item (and, with `history`, as its own page)."""
+
+    ref: str
+    kind: str
+    status: str
+    agent: str
+    question: str
+    context: str | None
+    control: str  # the macro in controls.html that renders its controls
+    options: list[str]
+    sensitive: bool
+    created: Moment
+    deadline: Moment
+    responders: list[str]
+    answerable: bool
+    work: str | None = None
+    closed: Moment | None = None
+    operation: str | None = None
+    input: ShownInput | None = None
+    media: list[Media] = field(default_factory=list)
+    pick: tuple[int, int] | None = None
+    fields: list[Any] = field(default_factory=list)
+    quorum: str | None = None
+    escalation: str | None = None
+    reminder: str | None = None
+    ending: str | None = None
+    note: str | None = None
+    history: list[Entry] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    at: Moment
+    words: str
+    details: list[tuple[str, str]]
+
+
+def moment(ts: float, now: float) -> Moment:
+    at = datetime.fromtimestamp(ts, UTC)
+    iso = at.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return Moment(iso, at.strftime("%Y-%m-%d %H:%M UTC"), relative(ts, now))
+
+
+def relative(ts: float, now: float) -> str:
+    """`in 2 h`, `5 min ago`, `in 3 days`: the largest unit the span reaches, rounded."""
+    delta = ts - now
+    span = abs(delta)
+    if span < 45:
+        return "in under a minute" if delta > 0 else "just now"
+    for size, one, many in ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min")):
+        if span >= size * 0.95 or size == 60:
+            count = max(1, round(span / size))
+            amount = f"{count} {one if count == 1 else many}"
+            break
+    return f"in {amount}" if delta > 0 else f"{amount} ago"
+
+
+def who(responder: str) -> str:
+    """`slack:U0123` as `Slack U0123`, `github` as `anyone on GitHub`, the operator as such."""
+    kind, _, ident = responder.partition(":")
+    name = KIND_NAMES.get(kind, kind)
+    if kind == "operator":
+        return name
+    if not ident:
+        return f"anyone on {name}"
+    return f"{name} @{ident}" if kind == "github" else f"{name} {ident}"
+
+
+def where(work_key: str | None) -> str | None:
+    """The work an ask is on, as `GitHub octo/app#42` or `Slack C0123ABCD/1700000000.000100`."""
+    if not work_key:
+        return None
+    kind, _, rest = work_key.partition(":")
+    return f"{KIND_NAMES.get(kind, kind)} {rest}"
+
+
+def shown_input(call_input: Any, limit: int | None) -> ShownInput:
+    """An approval's input: whole (pretty) when it fits `limit` (None: always), else the cut
+    of its canonical JSON; with the SHA-256 of the whole canonical JSON either way."""
+    whole = rules.input_shown(call_input, 10**9)
+    if limit is None or len(whole.text) <= limit:
+        pretty = json.dumps(call_input, indent=2, sort_keys=True, ensure_ascii=False)
+        return ShownInput(pretty, True, whole.sha256, len(whole.text))
+    cut = rules.input_shown(call_input, limit)
+    return ShownInput(cut.text, False, cut.sha256, len(whole.text))
+
+
+def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
+    approval = ask.kind == rules.APPROVAL
+    fmt = formats.format_of(ask)
+    shown = Card(
+        ref=rules.ref(ask), kind=ask.kind, status=ask.status, agent=ask.agent,
+        question=ask.question, context=None if approval else ask.context,
+        control=APPROVAL_CONTROL if approval else fmt,
+        options=list(ask.options or []), sensitive=bool(ask.sensitive),
+        created=moment(ask.created_at, now), deadline=moment(ask.deadline, now),
+        responders=[who(r) for r in ask.responders],
+        answerable=ask.status == rules.OPEN and _operator_may(ask),
+        media=_media(ask.media), work=where(ask.work_key),
+    )
+    if approval:
+        shown.operation = ask.operation or ask.question
+        shown.input = shown_input(ask.call_input, None if whole_input else LIST_INPUT_LIMIT)
+        shown.quorum = _quorum(ask)
+    if fmt == formats.MULTI and not approval:
+        shown.pick = formats.bounds(ask)
+    if fmt == formats.FORM and not approval:
+        shown.fields = form_fields(ask.form_schema or {}, shown.ref)
+    shown.escalation = _escalation(ask, now)
+    shown.reminder = _reminder(ask, now)
+    if ask.status != rules.OPEN:
+        shown.ending = ending(ask)
+        shown.closed = moment(ask.closed_at, now) if ask.closed_at is not None else None
+        if not ask.sensitive and ask.answer_note:
+            shown.note = ask.answer_note
+    return shown
+
+
+def _operator_may(ask: AskRow) -> bool:
+    try:
+        return admitted(OPERATOR, answering.allowed(ask))
+    except ValueError:  # a responder of a kind this process does not run: not the operator's
+        return False
+
+
+def _media(media: list[dict[str, Any]] | None) -> list[Media]:
+    found = []
+    for item in media or []:
+        url = item.get("url")
+        # The API takes only https:// URLs; checked again, so no other scheme is ever a link.
+        if isinstance(url, str) and url.startswith("https://"):
+            caption = item.get("caption")
+            found.append(Media(str(item.get("kind", "link")), url, caption if caption else None))
+    return found
+
+
+def _quorum(ask: AskRow) -> str | None:
+    needed = ask.approvals_needed or 1
+    if needed <= 1:
+        return None
+    approvers = list(ask.approvers or [])
+    count = f"{len(approvers)} of {needed} approvals"
+    return f"{count}: {', '.join(who(a) for a in approvers)}" if approvers else f"{count} so far"
+
+
+def _escalation(ask: AskRow, now: float) -> str | None:
+    if not ask.escalate_responders:
+        return None
+    wider = ", ".join(who(r) for r in ask.escalate_responders)
+    if ask.escalated_at is not None:
+        return f"Escalated {relative(ask.escalated_at, now)} to {wider}"
+    if ask.status == rules.OPEN and ask.escalate_at is not None:
+        return f"Escalates {relative(ask.escalate_at, now)} to {wider}"
+    return None
+
+
+def _reminder(ask: AskRow, now: float) -> str | None:
+    if ask.reminded_at is not None:
+        return f"Reminded {relative(ask.reminded_at, now)}"
+    if ask.status == rules.OPEN and ask.remind_at is not None:
+        return f"Reminder {relative(ask.remind_at, now)}"
+    return None
+
+
+def ending(ask: AskRow) -> str:
+    """How a closed ask ended, in words; never a sensitive value."""
+    how = rules.ending(ask)
+    by = who(ask.answered_by) if ask.answered_by else "someone"
+    if how == rules.APPROVED:
+        return f"Approved by {by}"
+    if how == rules.APPROVAL_REFUSED:
+        return f"Refused by {by}"
+    if how == rules.APPROVAL_TIMED_OUT:
+        return "Timed out: nobody approved it in time"
+    if how == rules.ANSWERED:
+        return f"Answered by {by}: {formats.plain(ask, ask.answer_value)}"
+    if how == rules.ANSWERED_PRIVATELY:
+        return f"Answered by {by} (the answer is sensitive and is not shown)"
+    return {"expired": "Expired: nobody answered in time", "withdrawn": "Withdrawn"}.get(how, how)
+
+
+def answered_words(ask: AskRow) -> str:
+    """The outcome line after the operator's answer was taken."""
+    if ask.kind == rules.APPROVAL and ask.status == rules.OPEN:
+        return f"Approved: {_quorum(ask) or 'counted'}; the approval waits for more"
+    if ask.sensitive:
+        return "Answered (the answer is sensitive and is not shown)"
+    if ask.kind == rules.APPROVAL:
+        return "Answered: approved" if ask.outcome == rules.APPROVED else "Answered: refused"
+    return f"Answered: {formats.plain(ask, ask.answer_value)}"
+
+
+EVENT_WORDS = {
+    "created": "Asked", "posted": "Shown", "answered": "Answered", "late": "A late answer",
+    "refused": "An answer was refused", "escalated": "Escalated", "approved": "Approved",
+    "reminded": "Reminded", "expired": "Expired", "withdrawn": "Withdrawn",
+    "read": "Read by the agent", "used": "Its call went through", "undelivered": "Not shown",
+}
+DETAIL_NAMES = {"by": "by", "surface": "on", "why": "why", "to": "to", "until": "until",
+                "where": "where", "agent": "agent", "operation": "operation"}
+
+
+def entries(history: list[dict[str, Any]], now: float) -> list[Entry]:
+    """The history, oldest first, as lines a person reads."""
+    out = []
+    for raw in history:
+        detail = {k: v for k, v in raw.items() if k not in ("at", "event")}
+        event = str(raw.get("event", ""))
+        words = EVENT_WORDS.get(event, event)
+        if event == "approved" and "count" in detail:
+            words = f"Approved ({detail.pop('count')} of {detail.pop('needed', '?')})"
+        if event == "read" and detail.pop("erased", False):
+            words = "Read by the agent; the sensitive answer was erased"
+        why = detail.get("why")
+        if isinstance(why, str) and why in rules.REASONS:
+            detail["why"] = rules.REASONS[why]
+        at = raw.get("at")
+        out.append(Entry(moment(float(at), now) if isinstance(at, int | float) else moment(now, now),
+                         words, [_detail(k, v, now) for k, v in detail.items()]))
+    return out
+
+
+def _detail(key: str, value: Any, now: float) -> tuple[str, str]:
+    if key == "until" and isinstance(value, int | float):
+        return "until", moment(float(value), now).absolute
+    if key in ("by", "to"):
+        names = value if isinstance(value, list) else [value]
+        return DETAIL_NAMES[key], ", ".join(who(str(n)) for n in names)
+    if isinstance(value, list):
+        return key, ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return key, rules.canonical_json(value)
+    return DETAIL_NAMES.get(key, key), str(value)
