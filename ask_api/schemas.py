@@ -166,6 +166,16 @@ class AnswerBody(Body):
     note: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
 
 
+class WaitBody(Body):
+    """`POST /v1/asks/wait`: park on several asks at once."""
+
+    ids: list[Annotated[StrictStr, Field(min_length=1, max_length=64)]] = Field(
+        min_length=1, max_length=100
+    )
+    until: Literal["all", "any"] = "all"
+    timeout: Annotated[StrictInt, Field(ge=0, le=300)] = 30
+
+
 OPERATION_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 
 

@@ -49,6 +49,10 @@ async def by_seq(conn: Conn, seq: int) -> AskRow | None:
     return await _one(conn, select(ASKS).where(A.seq == seq))
 
 
+async def by_seqs(conn: Conn, seqs: list[int]) -> list[AskRow]:
+    return await _all(conn, select(ASKS).where(A.seq.in_(sorted(set(seqs)))))
+
+
 async def by_ref(conn: Conn, kind: str, seq: int, agent: str | None = None) -> AskRow | None:
     query = select(ASKS).where(A.seq == seq, A.kind == kind)
     if agent is not None:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, approvals, events, rules
+from bot.core import answering, approvals, events, rules, waiting
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -119,19 +119,11 @@ class Asks:
     async def wait(self, ask: AskRow, timeout: float) -> AskRow:
         """Return as soon as the ask is no longer open, or after `timeout` with it open (or at
         once when the process is stopping: see release_waiters)."""
-        if ask.status != rules.OPEN or timeout <= 0 or self.closing:
-            return ask
-        with self.waiters.watch(ask.id) as woken:
-            # Read again under watch: an answer between the caller's read and now is not missed.
-            current = await self.by_seq(ask.seq or 0) or ask
-            if current.status == rules.OPEN:
-                handed: AskRow | None = None
-                with contextlib.suppress(TimeoutError):
-                    handed = await asyncio.wait_for(woken, timeout)
-                # A change in this process hands the closed row over; one in another process
-                # (NOTIFY) or a timeout needs a read.
-                current = handed or await self.by_seq(ask.seq or 0) or current
-        return current
+        return (await waiting.wait(self, [ask], timeout))[0]
+
+    async def wait_many(self, rows: list[AskRow], timeout: float, until_all: bool) -> list[AskRow]:
+        """Several asks: once all (or any) are closed, or after `timeout`; in the given order."""
+        return await waiting.wait(self, rows, timeout, until_all)
 
     def release_waiters(self) -> int:
         """Stopping: every parked agent gets its ask as it stands (still open) at once, and new

@@ -1,0 +1,109 @@
+"""The HTTP plumbing of the `/v1` API: its error body, reading and validating JSON bodies and
+query parameters, and the middleware that turns every failure into the contract's error."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import sqlalchemy.exc
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from ask_api.schemas import TooDeep, loads, unusable, words
+from bot.core.config import key_path
+
+log = logging.getLogger("aye.api")
+
+MAX_BODY = 64 * 1024
+# Query parameters are plain ASCII integers (not `²`, `١`, `1.5`, ` 1e1`), short enough to read.
+PLAIN_INTEGER = re.compile(r"[0-9]{1,20}")
+Model = TypeVar("Model", bound=BaseModel)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+    def response(self) -> web.Response:
+        body: dict[str, Any] = {"error": self.code, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        return web.json_response(body, status=self.status)
+
+
+def int_param(text: str, name: str, low: int, high: int, what: str) -> int:
+    """The query parameter `name`'s text: a plain ASCII integer from `low` to `high`."""
+    if not PLAIN_INTEGER.fullmatch(text) or not low <= int(text) <= high:
+        raise ApiError(422, "invalid_field", f"{name}: {what}", name)
+    return int(text)
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """`field` for an error's location: `options[1]`, `work.slack.channel`; a key that is the
+    empty string shows as `""`, so that it still names something."""
+    return key_path(tuple('""' if part == "" else part for part in loc))
+
+
+def _invalid(exc: ValidationError) -> ApiError:
+    err = exc.errors(include_input=False)[0]
+    loc = tuple(p for p in err["loc"] if p not in ("function-after",))
+    msg = words(err)
+    field = field_path(loc) or None
+    return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
+
+
+async def read_json(request: web.Request) -> Any:
+    """The body as JSON, refusing more than 64 KiB before reading it all."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise ApiError(413, "body_too_large", "the body is over 64 KiB")
+    size, chunks = 0, []
+    async for chunk in request.content.iter_chunked(16384):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise ApiError(413, "body_too_large", "the body is over 64 KiB")
+        chunks.append(chunk)
+    try:
+        return loads(b"".join(chunks) or b"null")
+    except TooDeep:
+        raise ApiError(400, "malformed_body", "the body is nested deeper than 64 levels") from None
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "malformed_body", "the body is not valid JSON") from None
+
+
+async def parse(request: web.Request, model: type[Model]) -> tuple[Model, dict[str, Any]]:
+    data = await read_json(request)
+    if not isinstance(data, dict):
+        raise ApiError(400, "malformed_body", "the body must be a JSON object")
+    bad = unusable(data)
+    if bad is not None:
+        field = field_path(bad.loc)
+        raise ApiError(422, "invalid_field", f"{field}: {bad.problem}", field)
+    try:
+        return model.model_validate(data), data
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return exc.response()
+    except web.HTTPRequestEntityTooLarge:
+        return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
+    except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):
+        # The store is overloaded or away: say so and when to come back, not a bare 500.
+        log.warning("store busy path=%s", request.path)
+        response = ApiError(503, "busy", "the store is busy; try again shortly").response()
+        response.headers["Retry-After"] = "1"
+        return response
+    except web.HTTPException as exc:
+        if exc.status >= 400 and request.path.startswith("/v1"):
+            return ApiError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason).response()
+        raise
