@@ -60,11 +60,16 @@ class AskClosed(AyeError):
 
 
 class ApprovalRefused(AyeError):
-    """A person refused the call; `note` is the reason they gave, if any."""
+    """A person refused the call; `note` is the reason they gave, if any. `repeat` is True
+    when aye refused it at once, remembering an earlier refusal of this exact call (nobody
+    was asked again: asking again soon would only be refused the same way)."""
 
-    def __init__(self, operation: str, by: str | None, note: str | None = None) -> None:
-        super().__init__(403, "approval_refused", f"{operation} was refused by {by}")
-        self.operation, self.by, self.note = operation, by, note
+    def __init__(
+        self, operation: str, by: str | None, note: str | None = None, repeat: bool = False
+    ) -> None:
+        again = " (remembered: not asked again)" if repeat else ""
+        super().__init__(403, "approval_refused", f"{operation} was refused by {by}{again}")
+        self.operation, self.by, self.note, self.repeat = operation, by, note, repeat
 
 
 class ApprovalTimedOut(AyeError):
@@ -224,7 +229,8 @@ def _refusal(operation: str, reply: dict[str, Any]) -> AyeError:
     nobody who could approve it can be reached."""
     error = reply.get("error")
     if error == "approval_refused":
-        return ApprovalRefused(operation, reply.get("by"), reply.get("note"))
+        return ApprovalRefused(operation, reply.get("by"), reply.get("note"),
+                               reply.get("repeat") is True)
     if error == "approval_timed_out":
         return ApprovalTimedOut(operation)
     if error == "approval_unavailable" or not error:

@@ -16,7 +16,7 @@ What the real gidgethub 6.0 raises for each fault this fake can produce (for ret
 - Primary rate limit (`primary_rate_limit=True`): 403 with `x-ratelimit-remaining: 0`:
   `gidgethub.RateLimitExceeded` (a `BadRequest`), `.rate_limit.reset_datetime` says when.
 - Bad, unknown or expired token, bad JWT: `gidgethub.BadRequest`, `.status_code` 401.
-- Unknown comment, route or installation: `gidgethub.BadRequest`, `.status_code` 404.
+- Unknown comment, issue, route or installation: `gidgethub.BadRequest`, `.status_code` 404.
 - Invalid field (missing comment body, unknown reaction): `gidgethub.InvalidField` (422); a body
   over 65536 characters: `gidgethub.ValidationError` (422).
 """
@@ -187,6 +187,10 @@ class FakeGitHub(LocalServer):
         self.tokens_minted: list[MintedToken] = []
         self.reactions: list[tuple[str, int, str]] = []
         self.comments: dict[int, dict[str, Any]] = {}
+        # GET /repos/{owner}/{repo}/issues/{number}: issues and pull requests by (repo, number),
+        # added with `open_issue` (an unknown one is 404, as on GitHub).
+        self.issues: dict[tuple[str, int], dict[str, Any]] = {}
+        self.issue_delay = 0.0  # seconds GET .../issues/{number} takes to answer (a slow GitHub)
         self._comment_issue: dict[int, tuple[str, int]] = {}
         self._reaction_objects: dict[tuple[str, int, str, str], dict[str, Any]] = {}
         self._tokens: dict[str, MintedToken] = {}
@@ -210,6 +214,7 @@ class FakeGitHub(LocalServer):
             repo + r"/issues/comments/{comment_id:\d+}/reactions", self._create_reaction
         )
         app.router.add_get(repo + r"/issues/comments/{comment_id:\d+}", self._get_comment)
+        app.router.add_get(repo + r"/issues/{number:\d+}", self._get_issue)
         app.router.add_patch(repo + r"/issues/comments/{comment_id:\d+}", self._update_comment)
         app.router.add_post(repo + r"/issues/{number:\d+}/comments", self._create_comment)
         app.router.add_get(repo + r"/issues/{number:\d+}/comments", self._list_comments)
@@ -260,6 +265,31 @@ class FakeGitHub(LocalServer):
     ) -> dict[str, Any]:
         """Store a comment as if a person (or another app) had written it; return it."""
         return self._store_comment(repo, number, body, _Actor(login, user_type))
+
+    def open_issue(
+        self, repo: str, number: int, login: str = "octocat", user_type: str = "User",
+        pull: bool = False,
+    ) -> dict[str, Any]:
+        """Store an issue (or, with `pull`, a pull request) as `login` opened it; return it.
+        GitHub serves both from `/issues/{number}`, a pull request with a `pull_request` key."""
+        kind = "pull" if pull else "issues"
+        issue: dict[str, Any] = {
+            "id": _next_id(),
+            "node_id": f"I_fake{number}",
+            "url": f"{GITHUB_API}/repos/{repo}/issues/{number}",
+            "html_url": f"{GITHUB_WEB}/{repo}/{kind}/{number}",
+            "number": number,
+            "state": "open",
+            "title": f"Issue {number}",
+            "user": _Actor(login, user_type).as_user(),
+            "created_at": _iso(self.clock()),
+            "author_association": "CONTRIBUTOR",
+        }
+        if pull:
+            issue["pull_request"] = {"url": f"{GITHUB_API}/repos/{repo}/pulls/{number}",
+                                     "html_url": issue["html_url"]}
+        self.issues[(repo, number)] = issue
+        return issue
 
     def comments_on(self, repo: str, number: int) -> list[dict[str, Any]]:
         """Comments stored on one issue or PR, oldest first."""
@@ -494,6 +524,13 @@ class FakeGitHub(LocalServer):
         if comment is None:
             return self._reply(404, {"message": "Not Found"})
         return self._reply(200, comment)
+
+    async def _get_issue(self, request: web.Request) -> web.Response:
+        await asyncio.sleep(self.issue_delay)
+        issue = self.issues.get((_repo_of(request), int(request.match_info["number"])))
+        if issue is None:
+            return self._reply(404, {"message": "Not Found"})
+        return self._reply(200, issue)
 
     async def _update_comment(self, request: web.Request) -> web.Response:
         comment = self._find_comment(request)

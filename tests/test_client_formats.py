@@ -92,7 +92,7 @@ async def test_gated_with_timeout_s_bounds_the_approval_and_a_refusal_says_who_a
         with pytest.raises(ApprovalRefused) as refused:
             await asyncio.wait_for(gated, 10)
     assert (refused.value.by, refused.value.note) == ("operator:local", "Not on a Friday.")
-    assert refused.value.operation == "deploy.prod"
+    assert refused.value.operation == "deploy.prod" and refused.value.repeat is False
 
 
 # -- what the client sends: a scripted aye ----------------------------------------------------
@@ -185,6 +185,9 @@ async def test_a_refusal_at_once_is_told_apart(
             await client.call("deploy.prod", {"v": 1})
     if isinstance(caught.value, ApprovalRefused):
         assert (caught.value.by, caught.value.note) == ("github:octocat", "Still no.")
+        assert caught.value.repeat is True and "remembered" in str(caught.value)
+    assert len(scripted.sent["POST /v1/calls"]) == 1  # at once: not tried again, no wait
+    assert "GET /v1/asks/a1/wait" not in scripted.sent
 
 
 async def test_a_bounded_call_stops_waiting_when_no_expiry_comes(

@@ -22,16 +22,22 @@ log = logging.getLogger("aye.github")
 ReactionFor = Callable[[Said], FollowUp]
 # A reaction with no ask behind it (nothing to hang an outbox row on).
 ReactFree = Callable[[Said, str], Awaitable[None]]
+# Told of every signed `/answer` before it is acted on (the surface learns the installation).
+Heard = Callable[[Said], None]
 
 
 class AnswerDesk:
     """What the webhook handlers call: answer once per comment or review, and schedule the
     reaction."""
 
-    def __init__(self, asks: Asks, reaction_for_comment: ReactionFor, react_free: ReactFree) -> None:
+    def __init__(
+        self, asks: Asks, reaction_for_comment: ReactionFor, react_free: ReactFree,
+        heard: Heard | None = None,
+    ) -> None:
         self.asks = asks
         self.reaction_for_comment = reaction_for_comment
         self.react_free = react_free
+        self.heard = heard
 
     async def handle(self, said: Said, delivery_id: str, react: bool) -> None:
         """An `/answer` a person wrote (anything else, and bots, are left alone), acted on
@@ -41,6 +47,8 @@ class AnswerDesk:
         command = parse_command(said.body)
         if command is None or said.by_bot:
             return
+        if self.heard is not None:
+            self.heard(said)
         try:
             await self.answer(said, command, delivery_id, react)
         except AlreadySeen:

@@ -91,6 +91,12 @@ class GitHubAuth:
         token = await self._installation_token(session, installation_id)
         return self._client(session, token)
 
+    def remember(self, repo: str, installation_id: int | None) -> None:
+        """A signed webhook named the installation that serves `repo`: a later call on it
+        (an author read for an answer given elsewhere) need not look it up."""
+        if self.mode == APP and installation_id is not None:
+            self._installations[repo.lower()] = installation_id
+
     def forget(self, installation_id: int | None, repo: str) -> None:
         """GitHub refused the token (401): mint a new one next time."""
         if installation_id is None:

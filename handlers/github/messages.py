@@ -77,7 +77,7 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
                        for n, o in enumerate(ask.options, start=1))]
     tail += [*guide.field_lines(ask, ref, rooms), *guide.media_lines(ask, rooms)]
     tail += ["", *guide.how_to_answer(ask, ref, _who(ask, rooms.who), rooms), "",
-             f"Deadline: {when(ask.deadline)}.", "", marker(ask.id)]
+             *_quorum_lines(ask), f"Deadline: {when(ask.deadline)}.", "", marker(ask.id)]
     if not _is_call(ask):
         return "\n".join([*head, *tail])
     room = COMMENT_BUDGET - _size("\n".join([*head, *tail])) - ROOM_FOR_WORDS
@@ -91,6 +91,32 @@ def _who(ask: AskRow, room: int) -> str:
         return "Anyone on GitHub"
     named = ", ".join(f"@{login}" for login in logins)
     return named if _size(named) <= room else f"Any of the {len(logins)} people aye's config names"
+
+
+def needed(ask: AskRow) -> int:
+    """How many distinct people must approve (1 for a question or a plain approval)."""
+    return (ask.approvals_needed or 1) if ask.kind == rules.APPROVAL else 1
+
+
+def _quorum_lines(ask: AskRow) -> list[str]:
+    """For an approval that needs several people: how many, and who approved so far (named,
+    not mentioned: each count edits the comment, and a mention there would notify again)."""
+    n = needed(ask)
+    if n <= 1:
+        return []
+    line = f"This needs {n} approvals from different people."
+    if ask.approvers:
+        names = ", ".join(_named(name) for name in ask.approvers)
+        line += f" So far {len(ask.approvers)} of {n} approvals: {names}."
+    return [line, ""]
+
+
+def _named(answered_by: str) -> str:
+    """A person in public words without a mention: a GitHub login in code."""
+    kind, _, ident = answered_by.partition(":")
+    if kind == GITHUB and LOGIN.match(ident):
+        return f"`{ident}`"
+    return who_answered(answered_by)
 
 
 def _is_call(ask: AskRow) -> bool:
@@ -158,6 +184,8 @@ def closed_line(ask: AskRow) -> str:
     """How the ask ended (rules.ending), in public words."""
     by = who_answered(ask.answered_by)
     ended = rules.ending(ask)
+    if ended == rules.APPROVED and len(ask.approvers or []) > 1:
+        by = ", ".join(who_answered(name) for name in ask.approvers or [])
     if ended == rules.ANSWERED:
         return f"answered by {by}: **{_inline(shown_answer(ask))}**"
     words = {

@@ -17,12 +17,21 @@ from bot.core import posts, rules
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
-from bot.core.surface import CLOSE, POST, GiveUp, RetryLater, SurfaceConfigError
+from bot.core.surface import (
+    CLOSE,
+    POST,
+    UPDATE,
+    AuthorUnknown,
+    GiveUp,
+    RetryLater,
+    SurfaceConfigError,
+)
 from bot.core.types import FollowUp
 from store.models import AskRow
 
 from .answering import AnswerDesk
 from .auth import GitHubAuth, NotInstalled
+from .authors import IssueAuthors
 from .events import Said
 from .faults import disposition
 from .messages import closed_comment, has_github_responder, marker, question_comment
@@ -75,7 +84,8 @@ class GitHubSurface:
                 "GITHUB_PRIVATE_KEY (or the file at GITHUB_PRIVATE_KEY_PATH) is not a PEM "
                 "private key that can sign a GitHub App JWT"
             ) from None
-        self.desk = AnswerDesk(asks, self._reaction, self._react_free)
+        self.authors = IssueAuthors(self.auth, asks.clock)
+        self.desk = AnswerDesk(asks, self._reaction, self._react_free, self._heard)
         self.webhook = Webhook(settings.webhook_secret, self.desk)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -92,8 +102,8 @@ class GitHubSurface:
             # Nobody could answer it here: publishing it would only expose it.
             return has_github_responder(ask)
         # On escalation nothing is posted: the comment already names who may answer here,
-        # and Slack posts the escalation again.
-        return action == CLOSE
+        # and Slack posts the escalation again. An update is a quorum's count so far.
+        return action in (CLOSE, UPDATE)
 
     async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
         installation_id = (payload or {}).get("installation_id")
@@ -106,12 +116,21 @@ class GitHubSurface:
                 await self._post(ask)
             elif action == CLOSE:
                 await self._close(ask)
+            elif action == UPDATE and ask.status == rules.OPEN:
+                await self._edit(ask, question_comment(ask, rules.ref(ask)))
         except NotInstalled:
             emit(log, "github.not_installed", level=logging.WARNING, ask=ask.id, repo=repo,
                  action=action)
             raise GiveUp(f"github {action}: the app is not installed on the repository") from None
         except gidgethub.HTTPException as exc:
             self._failed(exc, ask, action, repo, installation_id)
+
+    async def author(self, work: dict[str, Any]) -> str | None:
+        """Who opened the work's issue or pull request (bot.core.surface.AuthorSource)."""
+        where = github_work(work)
+        if where is None:
+            raise AuthorUnknown("the work is not a GitHub issue or pull request")
+        return await self.authors.author(self._session, *where)
 
     def health(self) -> dict[str, Any]:
         return {
@@ -187,14 +206,17 @@ class GitHubSurface:
         return None
 
     async def _close(self, ask: AskRow) -> None:
+        await self._edit(ask, closed_comment(ask, rules.ref(ask)))
+
+    async def _edit(self, ask: AskRow, body: str) -> None:
+        """Rewrite the ask's question comment (closed, or a quorum's count so far)."""
         location = await posts.post_location(self.asks, ask, SURFACE)
         if location is None:
             return  # never posted here (post_questions was off, or nobody here could answer)
         repo = str(location["repo"])
         gh = await self._api(repo)
         await gh.patch(
-            COMMENT, _vars(repo, comment_id=int(location["comment_id"])),
-            data={"body": closed_comment(ask, rules.ref(ask))},
+            COMMENT, _vars(repo, comment_id=int(location["comment_id"])), data={"body": body},
         )
         emit(log, "github.updated", ask=ask.id, ref=rules.ref(ask), status=ask.status)
 
@@ -217,6 +239,9 @@ class GitHubSurface:
         raise GiveUp(f"github refused {action}: HTTP {status}") from None
 
     # -- reactions -------------------------------------------------------------------------
+
+    def _heard(self, said: Said) -> None:
+        self.auth.remember(said.repo, said.installation_id)
 
     def _reaction(self, said: Said) -> FollowUp:
         """The outbox work for a reaction on an `/answer` comment; `taken` is added by the core."""
