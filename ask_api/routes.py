@@ -21,12 +21,12 @@ from ask_api.schemas import (
 )
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
-from bot.core import rules
+from bot.core import rules, starts
 from bot.core.asks import Asks
 from bot.core.config import MAX_TIMEOUT_S, gate_for
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
-from bot.core.types import KeyReused, NewAsk, NoReachableResponder
+from bot.core.types import CallDecision, KeyReused, NewAsk, NoReachableResponder
 
 log = logging.getLogger("aye.api")
 
@@ -47,6 +47,39 @@ def taken(ask: Any, now: Any) -> dict[str, Any]:
     if now is not None and needed > 1 and now.status == rules.OPEN:
         out.update(approvals=len(now.approvers or []), needed=needed)
     return out
+
+
+def decided(decision: CallDecision) -> web.Response:
+    """A gate's decision on a call or a start, as the contract words it."""
+    if decision.decision == "allow":
+        out: dict[str, Any] = {"decision": "allow"}
+        if decision.approval:
+            out["approval"] = decision.approval
+        return web.json_response(out)
+    if decision.decision == "pending" and decision.ask is not None:
+        return web.json_response({"decision": "pending", "ask": ask_view(decision.ask)}, status=202)
+    earlier = decision.ask
+    if decision.repeat and earlier is not None:
+        return web.json_response({
+            "decision": "refuse", "error": "approval_refused",
+            "message": "this exact call was refused; it is not asked again until "
+                       "the refusal is forgotten",
+            "by": earlier.answered_by, "note": earlier.answer_note, "repeat": True,
+            "approval": earlier.id,
+        }, status=403)
+    if decision.error is not None and earlier is not None:
+        said = ("this start was refused" if decision.error == starts.START_REFUSED
+                else "nobody approved this start in time")
+        return web.json_response({
+            "decision": "refuse", "error": decision.error,
+            "message": f"{said}: the work is cancelled for this agent",
+            "by": earlier.answered_by if decision.error == starts.START_REFUSED else None,
+            "note": earlier.answer_note, "approval": earlier.id,
+        }, status=403)
+    return web.json_response({
+        "decision": "refuse", "error": "approval_unavailable",
+        "message": "no responder of this gate can be reached for this work",
+    }, status=403)
 
 
 class AskApi:
@@ -72,6 +105,7 @@ class AskApi:
             web.delete("/v1/asks/{id}", self.withdraw),
             web.post("/v1/asks/{id}/answer", self.answer),
             web.post("/v1/calls", self.call),
+            web.post("/v1/starts", self.start),
             web.get("/v1/events", self.events),
         ]
 
@@ -114,9 +148,18 @@ class AskApi:
             raise ApiError(404, "not_found", "no such ask")
         return caller, ask
 
+    @staticmethod
+    def _may_call_back(caller: Caller, url: str | None) -> None:
+        """A callback goes only where the operator allowed this agent's, signed: 422 else."""
+        if url is None or caller.agent is None or caller.agent.may_call_back(url):
+            return
+        why = ("this agent has no callback_secret_env" if not caller.agent.signs_callbacks
+               else "is not under this agent's callback_urls")
+        raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
+
     def _remembers(self, ask: Any) -> float | None:
         """How long the gate of an approval's operation remembers its refusal, now."""
-        gate = gate_for(self.gates.gates, ask.operation) if ask.operation else None
+        gate = gate_for(self.gates.gates, ask.operation, ask.agent) if ask.operation else None
         return gate.remembers if gate else None
 
     async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
@@ -149,6 +192,7 @@ class AskApi:
             raise ApiError(
                 422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
             )
+        self._may_call_back(caller, body.callback_url)
         try:
             fmt = check_format(body)
         except FormatProblem as problem:
@@ -160,6 +204,7 @@ class AskApi:
             sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
             pick_min=body.min, pick_max=body.max,
             media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
+            callback_url=body.callback_url,
         )
         assert caller.agent is not None
         try:
@@ -268,37 +313,25 @@ class AskApi:
                            misfit.field if misfit else "answer")
         raise ApiError(409, "closed", f"refused: {said}")
 
+    async def start(self, request: web.Request) -> web.Response:
+        """May this agent start on this work? Asked once per work (see bot.core.starts)."""
+        caller = self._agent(request)
+        body, _ = await parse(request, self.bodies.start)
+        assert caller.agent is not None
+        self._may_call_back(caller, body.callback_url)
+        what = body.model_dump(include={"title", "links", "trigger"}, exclude_none=True)
+        decision = await starts.start(
+            self.gates, caller.agent, body.work.as_dict(), what, body.callback_url
+        )
+        return decided(decision)
+
     async def call(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
         body, _ = await parse(request, self.bodies.call)
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
+        self._may_call_back(caller, body.callback_url)
         decision = await self.gates.call(
-            caller.agent, body.operation, body.input, work, body.timeout_s
+            caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
         )
-        if decision.decision == "allow":
-            out: dict[str, Any] = {"decision": "allow"}
-            if decision.approval:
-                out["approval"] = decision.approval
-            return web.json_response(out)
-        if decision.decision == "pending" and decision.ask is not None:
-            return web.json_response(
-                {"decision": "pending", "ask": ask_view(decision.ask)}, status=202
-            )
-        if decision.repeat and decision.ask is not None:
-            refused = decision.ask
-            return web.json_response({
-                "decision": "refuse", "error": "approval_refused",
-                "message": "this exact call was refused; it is not asked again until "
-                           "the refusal is forgotten",
-                "by": refused.answered_by, "note": refused.answer_note, "repeat": True,
-                "approval": refused.id,
-            }, status=403)
-        return web.json_response(
-            {
-                "decision": "refuse",
-                "error": "approval_unavailable",
-                "message": "no responder of this operation's gate can be reached for this work",
-            },
-            status=403,
-        )
+        return decided(decision)

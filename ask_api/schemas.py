@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -76,6 +77,20 @@ class Media(Body):
         return value
 
 
+def _callback_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must not contain spaces or control characters")
+    return value
+
+
+CallbackUrl = Annotated[StrictStr, Field(min_length=8, max_length=2000)]
+
+
 class AskBodyBase(Body):
     question: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT)]
     options: list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_OPTION)]] | None = Field(
@@ -92,8 +107,10 @@ class AskBodyBase(Body):
     min: StrictInt | None = None
     max: StrictInt | None = None
     media: list[Media] | None = Field(default=None, max_length=5)
+    callback_url: CallbackUrl | None = None
 
     _question = field_validator("question")(_not_blank)
+    _callback = field_validator("callback_url")(_callback_url)
 
     @field_validator("options")
     @classmethod
@@ -185,6 +202,33 @@ class CallBodyBase(Body):
     work: WorkBase | None = None  # the registered variants: see bodies()
     # The caller's own bound on a new approval's wait (see bot.core.gates.approval_values).
     timeout_s: Annotated[StrictInt, Field(ge=1, le=31536000)] | None = None
+    callback_url: CallbackUrl | None = None
+
+    _callback = field_validator("callback_url")(_callback_url)
+
+
+def _https(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValueError("must be an absolute https:// URL")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must not contain spaces or control characters")
+    return value
+
+
+Link = Annotated[StrictStr, Field(min_length=9, max_length=2000), AfterValidator(_https)]
+
+
+class StartBodyBase(Body):
+    """`POST /v1/starts`: may this agent start on this work? `work` is required."""
+
+    work: WorkBase  # the registered variants: see bodies()
+    title: Annotated[StrictStr, Field(max_length=200)] | None = None
+    links: list[Link] | None = Field(default=None, max_length=5)
+    trigger: Annotated[StrictStr, Field(max_length=200)] | None = None
+    callback_url: CallbackUrl | None = None
+
+    _callback = field_validator("callback_url")(_callback_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +237,7 @@ class Bodies:
 
     ask: type[AskBodyBase]
     call: type[CallBodyBase]
+    start: type[StartBodyBase]
 
 
 def bodies() -> Bodies:
@@ -205,6 +250,7 @@ def bodies() -> Bodies:
     return Bodies(
         ask=create_model("AskBody", __base__=AskBodyBase, work=optional_work),
         call=create_model("CallBody", __base__=CallBodyBase, work=optional_work),
+        start=create_model("StartBody", __base__=StartBodyBase, work=(work, ...)),
     )
 
 

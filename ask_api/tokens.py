@@ -32,6 +32,10 @@ class AgentEntry(Protocol):
     def name(self) -> str: ...
     @property
     def responders(self) -> list[Responder] | None: ...
+    @property
+    def callback_urls(self) -> list[str]: ...
+    @property
+    def callback_secret_env(self) -> str | None: ...
     def token(self) -> str: ...
 
 
@@ -52,7 +56,10 @@ class TokenBook:
         """The config's agents, or one agent `default` with the generated token."""
         if config.agents:
             agents = [
-                (a.token(), AgentInfo(a.name, list(a.responders) if a.responders else None))
+                (a.token(), AgentInfo(
+                    a.name, list(a.responders) if a.responders else None,
+                    tuple(a.callback_urls), a.callback_secret_env is not None,
+                ))
                 for a in config.agents
             ]
         else:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.core import formats, rules
+from bot.core.config import START
 from store.models import AskRow
 
 # Today's API shows an approval's input as text in `context`, cut here; `input` has it whole.
@@ -36,6 +37,10 @@ def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
 
 def question(ask: AskRow) -> str:
     """An approval stores the operation; the API words it as a question."""
+    if ask.kind == rules.APPROVAL and ask.operation == START:
+        title = (ask.call_input or {}).get("title") if isinstance(ask.call_input, dict) else None
+        where = rules.work_key(ask.work) or "this work"
+        return f"May {ask.agent} start on {where}?" + (f" ({title})" if title else "")
     if ask.kind == rules.APPROVAL and ask.operation:
         return f"Approve {ask.operation}?"
     return ask.question
@@ -66,7 +71,7 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
         "answer": _answer(ask, operator=False),
     }
     for key, value in (("schema", ask.form_schema), ("min", ask.pick_min), ("max", ask.pick_max),
-                       ("media", ask.media)):
+                       ("media", ask.media), ("callback_url", ask.callback_url)):
         if value is not None:
             view[key] = value
     if ask.kind == rules.APPROVAL:

@@ -14,6 +14,8 @@ import aiohttp
 from aiohttp import web
 from dotenv import load_dotenv
 
+from ask_api.callbacks import NAME as CALLBACKS
+from ask_api.callbacks import Callbacks, Target
 from ask_api.routes import AskApi, errors
 from ask_api.tokens import TokenBook
 from bot import logs
@@ -58,6 +60,7 @@ def create_app(
         surface_settings = plugin.read_settings(settings.env)
         if surface_settings is not None:
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
+    asks.add_surface(Callbacks(asks, callback_targets(config)))
     api = AskApi(asks, Gates(asks, config.gates), tokens, session_ok=operator_session)
     app = web.Application(middlewares=[errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
@@ -73,6 +76,15 @@ def create_app(
     )
     app.cleanup_ctx.append(_lifecycle)
     return app
+
+
+def callback_targets(config: AyeConfig) -> dict[str, Target]:
+    """Each agent that may be called back: its secret and allowed URL prefixes."""
+    return {
+        agent.name: Target(secret, tuple(agent.callback_urls))
+        for agent in config.agents
+        if (secret := agent.callback_secret()) is not None
+    }
 
 
 def unused_sections(
@@ -137,11 +149,13 @@ async def healthz(request: web.Request) -> web.Response:
     store_ok = await asks.store.ping()
     surfaces: dict[str, dict[str, Any]] = {name: {"on": False} for name in request.app[SURFACE_NAMES]}
     for name, surface in asks.surfaces.items():
-        surfaces[name] = surface.health()
+        if name != CALLBACKS:  # not a place people answer: shown on its own below
+            surfaces[name] = surface.health()
     body = {
         "ok": store_ok,
         "store": "ok" if store_ok else "unreachable",
         "surfaces": surfaces,
+        "callbacks": asks.surfaces[CALLBACKS].health() if CALLBACKS in asks.surfaces else None,
         "parked": len(asks.waiters),
         "dead_letters": await outbox.dead_letters(asks.store) if store_ok else None,
     }

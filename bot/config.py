@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
@@ -27,6 +28,10 @@ class Agent(Strict):
     name: str = Field(min_length=1, max_length=100)
     token_env: str = Field(min_length=1)
     responders: list[ResponderField] | None = Field(default=None, min_length=1)
+    # Callbacks (ask_api/callbacks.py): the env var holding the secret that signs them, and
+    # the URL prefixes they may go to.
+    callback_secret_env: str | None = Field(default=None, min_length=1)
+    callback_urls: list[str] = Field(default_factory=list)
 
     @field_validator("token_env")
     @classmethod
@@ -34,6 +39,25 @@ class Agent(Strict):
         if not os.environ.get(value):
             raise ValueError(f"environment variable {value} is not set")
         return value
+
+    @field_validator("callback_secret_env")
+    @classmethod
+    def _secret_set(cls, value: str | None) -> str | None:
+        if value is not None and not os.environ.get(value):
+            raise ValueError(f"environment variable {value} is not set")
+        return value
+
+    @field_validator("callback_urls")
+    @classmethod
+    def _prefixes(cls, value: list[str]) -> list[str]:
+        for prefix in value:
+            parts = urlsplit(prefix)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"{prefix!r} is not an http(s) URL prefix like https://host/path/")
+        return value
+
+    def callback_secret(self) -> bytes | None:
+        return os.environ[self.callback_secret_env].encode() if self.callback_secret_env else None
 
     def token(self) -> str:
         return os.environ[self.token_env]

@@ -83,6 +83,8 @@ class AskRow(SQLModel, table=True):
     self_check: bool | None = None
     remind_at: float | None = None
     reminded_at: float | None = None
+    # Where the agent is called back when the ask closes (ask_api/callbacks.py).
+    callback_url: str | None = Field(default=None, sa_column=Column(Text))
 
 
 class HistoryRow(SQLModel, table=True):

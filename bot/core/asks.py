@@ -188,7 +188,7 @@ class Asks:
             question=new.question, options=new.options, context=new.context,
             idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive, format=new.format,
             form_schema=new.form_schema, pick_min=new.pick_min, pick_max=new.pick_max,
-            media=new.media,
+            media=new.media, callback_url=new.callback_url,
         )
         remind = self.defaults.question_remind_after
         if remind is not None and now + remind < deadline:

@@ -27,11 +27,11 @@ class Gates:
 
     async def call(
         self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
-        timeout_s: float | None = None,
+        timeout_s: float | None = None, callback_url: str | None = None,
     ) -> CallDecision:
         """The decision on one call; `timeout_s` is the caller's own bound on a new approval
         (its deadline is the earlier of that and the gate's; it escalates only before it)."""
-        gate = gate_for(self.gates, operation)
+        gate = gate_for(self.gates, operation, agent.name)
         if gate is None:
             return CallDecision(ALLOW)
         call_hash = rules.digest(
@@ -56,7 +56,8 @@ class Gates:
         if pending is not None:
             return CallDecision(PENDING, pending)
         values = approval_values(agent.name, operation, input_, work, gate, now, timeout_s)
-        values.update(call_hash=call_hash, responders=[str(r) for r in responders])
+        values.update(call_hash=call_hash, responders=[str(r) for r in responders],
+                      callback_url=callback_url)
         try:
             ask = await self.asks.insert(values, audit)
         except Duplicate:

@@ -35,6 +35,12 @@ class KeyReused(Exception):
 class AgentInfo:
     name: str
     responders: list[Responder] | None = None
+    # Where its callbacks may go (URL prefixes), and whether it has a secret to sign them.
+    callback_urls: tuple[str, ...] = ()
+    signs_callbacks: bool = False
+
+    def may_call_back(self, url: str) -> bool:
+        return self.signs_callbacks and any(url.startswith(p) for p in self.callback_urls)
 
 
 @dataclass(slots=True)
@@ -53,6 +59,7 @@ class NewAsk:
     pick_min: int | None = None
     pick_max: int | None = None
     media: list[dict[str, Any]] | None = None
+    callback_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +89,4 @@ class CallDecision:
     ask: AskRow | None = None
     approval: str | None = None
     repeat: bool = False  # refused at once: a remembered refusal of this exact call
+    error: str | None = None  # a start's refusal: start_refused or approval_timed_out
