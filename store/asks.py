@@ -235,5 +235,12 @@ async def recent_refusal(conn: Conn, call_hash: str, since: float) -> AskRow | N
     )
 
 
+async def latest_call(conn: Conn, call_hash: str) -> AskRow | None:
+    """The newest ask of this exact call (or start), whatever its status."""
+    return await _one(
+        conn, select(ASKS).where(A.call_hash == call_hash).order_by(A.seq.desc()).limit(1)
+    )
+
+
 async def open_call(conn: Conn, call_hash: str) -> AskRow | None:
     return await _one(conn, select(ASKS).where(A.call_hash == call_hash, A.status == OPEN))

@@ -104,8 +104,16 @@ def _operation_pattern(pattern: str) -> str:
     return pattern
 
 
+KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.?$")
+START = "human.start"  # the operation an approved start is recorded as (aye's own)
+
+
 class Gate(Strict):
-    operations: list[str] = Field(min_length=1)
+    # What it gates: named operations (calls), work kinds (starts), and/or agents (narrowing
+    # both; alone, every start of those agents).
+    operations: list[str] = Field(default_factory=list)
+    kinds: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=list)
     responders: list[ResponderField] | None = Field(default=None, min_length=1)
     timeout: Duration = DEFAULT_TIMEOUT_S
     escalate: Escalation | None = None
@@ -121,6 +129,14 @@ class Gate(Strict):
     @classmethod
     def _patterns(cls, value: list[str]) -> list[str]:
         return [_operation_pattern(p) for p in value]
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds(cls, value: list[str]) -> list[str]:
+        for kind in value:
+            if not KIND_RE.match(kind):
+                raise ValueError(f"{kind!r} is not a work kind like github.issue or a prefix like github.")
+        return value
 
     @field_validator("timeout")
     @classmethod
@@ -147,7 +163,26 @@ class Gate(Strict):
             raise ValueError("timeout and escalate.timeout together must be at most 8760h")
         if self.remind_after is not None and self.remind_after >= self.timeout:
             raise ValueError("remind_after must be shorter than timeout")
+        if not (self.operations or self.kinds or self.agents):
+            raise ValueError("a gate needs operations, kinds or agents")
         return self
+
+    def start_specificity(self, kind: str | None, agent: str) -> int:
+        """How closely this gate names a start of `kind` work by `agent`: -1 when it does
+        not gate it. An exact kind beats a prefix, a longer prefix a shorter one, and any kind
+        a gate of agents alone."""
+        if self.agents and agent not in self.agents:
+            return -1
+        if not self.kinds:
+            return 0 if (self.agents and not self.operations) else -1
+        best = -1
+        for pattern in self.kinds:
+            if pattern.endswith("."):
+                if kind is not None and kind.startswith(pattern):
+                    best = max(best, len(pattern))
+            elif kind == pattern:
+                best = max(best, 10_000)
+        return best
 
     @property
     def remembers(self) -> float:
@@ -155,7 +190,7 @@ class Gate(Strict):
         default the gate's timeout; 0 turns it off."""
         return self.timeout if self.remember_refusal is None else self.remember_refusal
 
-    def specificity(self, operation: str) -> int:
+    def specificity(self, operation: str, agent: str | None = None) -> int:
         """How closely this gate names the operation: -1 when it does not match at all.
 
         An exact name beats any prefix; a longer prefix beats a shorter one. Case does not
@@ -163,6 +198,8 @@ class Gate(Strict):
         """
         best = -1
         operation = operation.lower()
+        if agent is not None and self.agents and agent not in self.agents:
+            return -1
         for pattern in self.operations:
             pattern = pattern.lower()
             prefix = pattern.removesuffix("*")
@@ -176,11 +213,22 @@ class Gate(Strict):
 
 
 
-def gate_for(gates: list[Gate], operation: str) -> Gate | None:
-    """The most specific gate matching `operation` (see Gate.specificity), or None."""
+def start_gate_for(gates: list[Gate], kind: str | None, agent: str) -> Gate | None:
+    """The most specific gate of a start (see Gate.start_specificity), or None."""
     best: tuple[int, Gate] | None = None
     for gate in gates:
-        score = gate.specificity(operation)
+        score = gate.start_specificity(kind, agent)
+        if score >= 0 and (best is None or score > best[0]):
+            best = (score, gate)
+    return best[1] if best else None
+
+
+def gate_for(gates: list[Gate], operation: str, agent: str | None = None) -> Gate | None:
+    """The most specific gate matching `operation` (see Gate.specificity), or None; a gate
+    narrowed to `agents` matches only their calls."""
+    best: tuple[int, Gate] | None = None
+    for gate in gates:
+        score = gate.specificity(operation, agent)
         if score >= 0 and (best is None or score > best[0]):
             best = (score, gate)
     return best[1] if best else None

@@ -30,6 +30,8 @@ class SurfaceKind:
     # part of the conversation key after "<name>:" (one index probe finds a work's open asks).
     work_model: type[BaseModel] | None = None
     work_key: Callable[[Mapping[str, Any]], str] | None = None
+    # The work's kind for start gates (`github.issue`, `slack.thread`).
+    work_kind: Callable[[Mapping[str, Any]], str] | None = None
     # The surface's section of the config file (`[slack]`), if it has one.
     config_model: type[BaseModel] | None = None
 

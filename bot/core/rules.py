@@ -106,6 +106,15 @@ def work_key(work: Mapping[str, Any] | None) -> str | None:
     return None
 
 
+def work_kind(work: Mapping[str, Any] | None) -> str | None:
+    """The kind of work (`github.issue`, `github.pull`, `slack.thread`), as its surface says."""
+    for name, value in (work or {}).items():
+        kind = kinds.known(name)
+        if kind is not None and kind.work_kind is not None and isinstance(value, Mapping):
+            return kind.work_kind(value)
+    return None
+
+
 def canonical_json(value: Any) -> str:
     """Key order and whitespace do not matter: the same data gives the same text."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

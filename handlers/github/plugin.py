@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
@@ -31,6 +31,8 @@ class GitHubWork(BaseModel):
         StrictStr, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
     ]
     number: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
+    # An issue (the default) or a pull request: the work's kind for start gates.
+    type: Literal["issue", "pull"] | None = None
 
     @field_validator("repo")
     @classmethod
@@ -113,6 +115,7 @@ def build(settings: GitHubSettings, section: BaseModel | None, asks: Asks) -> Su
 
 KIND = SurfaceKind(
     SURFACE, LOGIN, ids_fold_case=True, work_model=GitHubWork, work_key=issue_key,
+    work_kind=lambda work: f"github.{work.get('type') or 'issue'}",
     config_model=GitHubSection,
 )
 PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)

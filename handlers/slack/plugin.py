@@ -101,6 +101,7 @@ def build(settings: SlackSettings, section: BaseModel | None, asks: Asks) -> Sur
 
 
 KIND = SurfaceKind(
-    SURFACE, MEMBER_ID, work_model=SlackWork, work_key=thread_key, config_model=SlackSection
+    SURFACE, MEMBER_ID, work_model=SlackWork, work_key=thread_key, config_model=SlackSection,
+    work_kind=lambda work: "slack.thread",
 )
 PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)
