@@ -59,22 +59,25 @@ def _not_blank(value: str) -> str:
     return value
 
 
+def _https(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValueError("must be an absolute https:// URL")
+    if any(c.isspace() or not c.isprintable() for c in value):
+        raise ValueError("must not contain spaces or control characters")
+    return value
+
+
+# An absolute https:// URL without spaces: a medium's, a start's links.
+Link = Annotated[StrictStr, Field(min_length=9, max_length=2000), AfterValidator(_https)]
+
+
 class Media(Body):
     """A picture or a link shown beside the question."""
 
     kind: Literal["image", "link"]
-    url: Annotated[StrictStr, Field(min_length=9, max_length=2000)]
+    url: Link
     caption: Annotated[StrictStr, Field(max_length=200)] | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _https(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme != "https" or not parts.hostname:
-            raise ValueError("must be an absolute https:// URL")
-        if any(c.isspace() or not c.isprintable() for c in value):
-            raise ValueError("must not contain spaces or control characters")
-        return value
 
 
 def _callback_url(value: str | None) -> str | None:
@@ -205,18 +208,6 @@ class CallBodyBase(Body):
     callback_url: CallbackUrl | None = None
 
     _callback = field_validator("callback_url")(_callback_url)
-
-
-def _https(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme != "https" or not parts.hostname:
-        raise ValueError("must be an absolute https:// URL")
-    if any(c.isspace() or not c.isprintable() for c in value):
-        raise ValueError("must not contain spaces or control characters")
-    return value
-
-
-Link = Annotated[StrictStr, Field(min_length=9, max_length=2000), AfterValidator(_https)]
 
 
 class StartBodyBase(Body):
