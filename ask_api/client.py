@@ -11,6 +11,12 @@
 
         @aye.gated("db.migrate")           # as a decorator: the call's arguments are its input
         async def migrate(revision: str) -> None: ...
+
+        a, b = await aye.wait_all([await aye.create("A?"), await aye.create("B?")])
+        await aye.start({"github": {"repo": "octo/app", "number": 7}}, title="Fix the login")
+
+The exceptions and helpers live in ask_api.client_types (and verify_callback, for a callback
+receiver, in ask_api.client_verify); every name is importable from here.
 """
 
 from __future__ import annotations
@@ -20,13 +26,33 @@ import contextlib
 import functools
 import inspect
 import random
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, ParamSpec, TypeVar, overload
 
 import aiohttp
+
+from ask_api import client_many
+from ask_api.client_types import (
+    Answer,
+    ApprovalRefused,
+    ApprovalTimedOut,
+    ApprovalUnavailable,
+    AskClosed,
+    AyeError,
+    StartRefused,
+    _Unavailable,
+    answer_value,
+    loop_time_of,
+    refusal,
+)
+from ask_api.client_verify import BadSignature, verify_callback
+
+__all__ = [
+    "Answer", "ApprovalRefused", "ApprovalTimedOut", "ApprovalUnavailable", "AskClosed",
+    "AyeClient", "AyeError", "BadSignature", "StartRefused", "answer_value", "connect",
+    "verify_callback",
+]
 
 WAIT_SLICE_S = 60  # one `wait` request; the client keeps waiting across as many as it takes
 # While aye restarts (connection refused or cut, 502/503/504 from a proxy): try again after a
@@ -39,61 +65,8 @@ RETRY_WITHOUT_DEADLINE_S = 300.0
 # A gated call's own bound (`timeout_s`) is kept by the server, which expires the approval then;
 # the client stops waiting this much later should no expiry come.
 TIMEOUT_GRACE_S = 30.0
-# What `ask` returns: the answer's value, typed by the ask's format (bot.core.formats): text
-# and a choice's option as a string, a multi's options as a list, confirm and ack as a bool,
-# a form as a dict.
-Answer = str | bool | list[str] | dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class AyeError(Exception):
-    """The server refused a request; `code` is the API's error code."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.status, self.code, self.message = status, code, message
-
-
-class AskClosed(AyeError):
-    """The question expired or was withdrawn before anyone answered."""
-
-
-class ApprovalRefused(AyeError):
-    """A person refused the call; `note` is the reason they gave, if any. `repeat` is True
-    when aye refused it at once, remembering an earlier refusal of this exact call (nobody
-    was asked again: asking again soon would only be refused the same way)."""
-
-    def __init__(
-        self, operation: str, by: str | None, note: str | None = None, repeat: bool = False
-    ) -> None:
-        again = " (remembered: not asked again)" if repeat else ""
-        super().__init__(403, "approval_refused", f"{operation} was refused by {by}{again}")
-        self.operation, self.by, self.note, self.repeat = operation, by, note, repeat
-
-
-class ApprovalTimedOut(AyeError):
-    def __init__(self, operation: str) -> None:
-        super().__init__(403, "approval_timed_out", f"nobody approved {operation} in time")
-        self.operation = operation
-
-
-class ApprovalUnavailable(AyeError):
-    def __init__(self, operation: str) -> None:
-        super().__init__(403, "approval_unavailable", f"nobody can approve {operation} here")
-        self.operation = operation
-
-
-class _Unavailable(Exception):
-    """A proxy's 502/503/504 while aye restarts: tried again like a refused connection."""
-
-
-def _loop_time_of(deadline: str | None, now_loop: float) -> float | None:
-    """The ask's ISO deadline as event-loop time, to bound retries by it."""
-    if not deadline:
-        return None
-    moment = datetime.fromisoformat(deadline.replace("Z", "+00:00")).timestamp()
-    return now_loop + (moment - time.time())
 
 
 class AyeClient:
@@ -143,8 +116,9 @@ class AyeClient:
                 raise _Unavailable(resp.status)
             data = await resp.json(content_type=None)
             if resp.status >= 400 and not (resp.status == 403 and "decision" in (data or {})):
-                data = data or {}
-                raise AyeError(resp.status, data.get("error", "http"), data.get("message", ""))
+                data = data if isinstance(data, dict) else {}
+                raise AyeError(resp.status, data.get("error", "http"), data.get("message", ""),
+                               data.get("field"))
             return resp.status, data
 
     async def create(self, question: str, **fields: Any) -> dict[str, Any]:
@@ -167,37 +141,80 @@ class AyeClient:
             )
             if ask["status"] != "open" or (end is not None and loop.time() >= end):
                 return dict(ask)
-            until = _loop_time_of(ask.get("deadline"), loop.time())
+            until = loop_time_of(ask.get("deadline"), loop.time())
+
+    @overload
+    async def ask(
+        self, question: str, *, format: str | None = None, schema: dict[str, Any] | None = None,
+        min: int | None = None, max: int | None = None, media: list[dict[str, Any]] | None = None,
+        callback_url: None = None, **fields: Any,
+    ) -> Answer: ...
+
+    @overload
+    async def ask(
+        self, question: str, *, format: str | None = None, schema: dict[str, Any] | None = None,
+        min: int | None = None, max: int | None = None, media: list[dict[str, Any]] | None = None,
+        callback_url: str, **fields: Any,
+    ) -> dict[str, Any]: ...
 
     async def ask(
         self, question: str, *, format: str | None = None, schema: dict[str, Any] | None = None,
         min: int | None = None, max: int | None = None, media: list[dict[str, Any]] | None = None,
-        **fields: Any,
-    ) -> Answer:
-        """Ask and wait for the answer's value, typed by the format (see Answer); AskClosed
-        when it expired or was withdrawn. `format`, `schema` (a form's JSON Schema), `min` and
-        `max` (a multi's bounds) and `media` are sent only when given, like every other field
-        of POST /v1/asks in `fields`."""
-        given = {"format": format, "schema": schema, "min": min, "max": max, "media": media}
+        callback_url: str | None = None, **fields: Any,
+    ) -> Answer | dict[str, Any]:
+        """Ask and wait for the answer's value, typed by the format (see answer_value);
+        AskClosed when it expired or was withdrawn. `format`, `schema` (a form's JSON Schema),
+        `min` and `max` (a multi's bounds) and `media` are sent only when given, like every
+        other field of POST /v1/asks in `fields`. With `callback_url`, aye POSTs the ask there
+        when it closes, and ask() returns the ask just made at once, without waiting."""
+        given = {"format": format, "schema": schema, "min": min, "max": max, "media": media,
+                 "callback_url": callback_url}
         fields.update({k: v for k, v in given.items() if v is not None})
-        ask = await self.wait((await self.create(question, **fields))["id"])
-        if ask["status"] == "answered":
-            value = ask["answer"]["value"]
-            if isinstance(value, bool | list | dict):
-                return value
-            return str(value)
-        raise AskClosed(409, ask["status"], f"the question was {ask['status']}")
+        made = await self.create(question, **fields)
+        if callback_url is not None:
+            return made
+        return answer_value(await self.wait(made["id"]))
+
+    async def wait_all(
+        self, asks_or_ids: Iterable[str | Mapping[str, Any]], timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Park until every one of the asks (ids, refs, or asks as create() returns them; up
+        to 100) is closed, or `timeout` seconds have passed; the asks in the order given (read
+        a value with answer_value). Across as many requests, and restarts of aye, as needed."""
+        return await client_many.wait_many(self, asks_or_ids, "all", timeout)
+
+    async def wait_any(
+        self, asks_or_ids: Iterable[str | Mapping[str, Any]], timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """As wait_all, until at least one of them is closed: the others come back open."""
+        return await client_many.wait_many(self, asks_or_ids, "any", timeout)
+
+    async def start(
+        self, work: dict[str, Any], title: str | None = None, links: list[str] | None = None,
+        trigger: str | None = None, *, wait: bool = True, timeout: float | None = None,
+        callback_url: str | None = None,
+    ) -> dict[str, Any]:
+        """May this agent start on `work`? POST /v1/starts, waiting on a pending approval;
+        returns the decision, `{"decision": "allow", …}`, once allowed. With `wait=False`, or
+        once `timeout` seconds have passed, a start still waiting for its approval returns
+        `{"decision": "pending", "ask": {…}}` (start again later: it is the same approval).
+        StartRefused when refused, timed out or unavailable (its `error` says which)."""
+        what = {"title": title, "links": links, "trigger": trigger, "callback_url": callback_url}
+        return await client_many.start(self, work, what, wait, timeout)
 
     async def call(
         self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
-        timeout_s: int | None = None,
+        timeout_s: int | None = None, callback_url: str | None = None,
     ) -> str | None:
         """Wait until this exact call may run; the approval's id (None when not gated).
         `timeout_s` bounds the wait: the server asks for the approval with a deadline no later
-        than that (it is sent only when given)."""
+        than that; `callback_url`: aye also POSTs the approval there when it closes (each is
+        sent only when given)."""
         body: dict[str, Any] = {"operation": operation, "input": input, "work": work}
         if timeout_s is not None:
             body["timeout_s"] = timeout_s
+        if callback_url is not None:
+            body["callback_url"] = callback_url
         loop = asyncio.get_running_loop()
         end = None if timeout_s is None else loop.time() + timeout_s + TIMEOUT_GRACE_S
         while True:
@@ -205,7 +222,7 @@ class AyeClient:
             if reply["decision"] == "allow":
                 return reply.get("approval")  # type: ignore[no-any-return]
             if reply["decision"] == "refuse":
-                raise _refusal(operation, reply)
+                raise refusal(operation, reply)
             left = None if end is None else max(0.0, end - loop.time())
             ask = await self.wait(reply["ask"]["id"], timeout=left)
             outcome = ask.get("outcome")
@@ -217,25 +234,11 @@ class AyeClient:
 
     def gated(
         self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
-        timeout_s: int | None = None,
+        timeout_s: int | None = None, callback_url: str | None = None,
     ) -> _Gated:
         """`async with aye.gated(op, input):` or `@aye.gated(op)` on an async function;
-        `timeout_s`: see call()."""
-        return _Gated(self, operation, input, work, timeout_s)
-
-
-def _refusal(operation: str, reply: dict[str, Any]) -> AyeError:
-    """A 403 decision: refused by a person (now, or remembered from before), timed out, or
-    nobody who could approve it can be reached."""
-    error = reply.get("error")
-    if error == "approval_refused":
-        return ApprovalRefused(operation, reply.get("by"), reply.get("note"),
-                               reply.get("repeat") is True)
-    if error == "approval_timed_out":
-        return ApprovalTimedOut(operation)
-    if error == "approval_unavailable" or not error:
-        return ApprovalUnavailable(operation)
-    return AyeError(403, str(error), str(reply.get("message") or error))
+        `timeout_s` and `callback_url`: see call(). It waits for the approval either way."""
+        return _Gated(self, operation, input, work, timeout_s, callback_url)
 
 
 @contextlib.asynccontextmanager
@@ -247,15 +250,16 @@ async def connect(url: str, token: str) -> AsyncIterator[AyeClient]:
 
 class _Gated:
     def __init__(
-        self, client: AyeClient, operation: str, input: Any, work: Any, timeout_s: int | None
+        self, client: AyeClient, operation: str, input: Any, work: Any, timeout_s: int | None,
+        callback_url: str | None = None,
     ) -> None:
         self.client, self.operation, self.input, self.work = client, operation, input, work
-        self.timeout_s = timeout_s
+        self.timeout_s, self.callback_url = timeout_s, callback_url
         self.approval: str | None = None
 
     async def __aenter__(self) -> str | None:
         self.approval = await self.client.call(self.operation, self.input, self.work,
-                                               self.timeout_s)
+                                               self.timeout_s, self.callback_url)
         return self.approval
 
     async def __aexit__(self, *exc: object) -> None:
@@ -271,7 +275,8 @@ class _Gated:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             given = self.input if self.input is not None else dict(bound.arguments)
-            await self.client.call(self.operation, given, self.work, self.timeout_s)
+            await self.client.call(self.operation, given, self.work, self.timeout_s,
+                                   self.callback_url)
             return await func(*args, **kwargs)
 
         return run

@@ -104,7 +104,10 @@ def _failed(status: int, body: Any) -> int:
     if status == 401:
         print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
               file=sys.stderr)
-    return EXIT_REFUSED if status in (403, 409, 422) else EXIT_USAGE
+    # 503 author_unknown: the approval is refused for now (who opened the work cannot be read).
+    code = body.get("error") if isinstance(body, dict) else None
+    refused = status in (403, 409, 422) or (status == 503 and code == "author_unknown")
+    return EXIT_REFUSED if refused else EXIT_USAGE
 
 
 def cmd_asks(client: Client, args: argparse.Namespace) -> int:
@@ -164,6 +167,11 @@ def cmd_answer(client: Client, args: argparse.Namespace) -> int:
         body["note"] = args.note
     path = f"/v1/asks/{urllib.parse.quote(args.ref)}"
     status, reply = client.request("POST", path + "/answer", body)
+    if status == 200 and isinstance(reply, dict) and "needed" in reply:
+        # An approval counted towards its quorum, still open: nothing taken yet to show.
+        ref = line(str(reply.get("ref") or args.ref))
+        print(f"counted: {ref} approval {reply.get('approvals')} of {reply['needed']}")
+        return EXIT_OK
     if status == 200:
         _, ask = client.request("GET", path)
         answer = (ask.get("answer") or {}) if isinstance(ask, dict) else {}

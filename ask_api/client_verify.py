@@ -1,0 +1,57 @@
+"""Checking a callback from aye on the agent's side (`verify_callback`, re-exported by
+ask_api.client): aye POSTs `{"event": "ask.closed", "ask": {…}}` to an ask's `callback_url`,
+signed `X-Aye-Signature-256: sha256=<hex HMAC-SHA256 of the exact body>` with the agent's
+callback secret, and names the delivery in `X-Aye-Delivery` (the same on every retry)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from typing import Any
+
+SIGNATURE_HEADER = "X-Aye-Signature-256"
+DELIVERY_HEADER = "X-Aye-Delivery"
+EVENT_HEADER = "X-Aye-Event"
+PREFIX = "sha256="
+
+
+class BadSignature(ValueError):
+    """The body is not a callback signed with this secret: answer it 401 and use none of it."""
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by name, whatever its case (a plain dict, aiohttp's headers, or
+    http.server's `self.headers` alike)."""
+    found = headers.get(name)
+    if found is not None:
+        return found
+    wanted = name.lower()
+    return next((value for key, value in headers.items() if key.lower() == wanted), None)
+
+
+def verify_callback(
+    body: bytes, headers: Mapping[str, str], secret: str | bytes
+) -> dict[str, Any]:
+    """The callback's payload (`{"event": "ask.closed", "ask": {…}}`) once its signature is
+    checked against `secret` (the value of the agent's `callback_secret_env`), compared in
+    constant time; BadSignature otherwise. `body` is the request's exact bytes, as read."""
+    key = secret.encode() if isinstance(secret, str) else bytes(secret)
+    if not key:
+        raise ValueError("verify_callback needs the agent's callback secret, not an empty one")
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise TypeError("verify_callback takes the body's exact bytes, as received")
+    given = header(headers, SIGNATURE_HEADER)
+    if not given:
+        raise BadSignature(f"no {SIGNATURE_HEADER} header: not a callback from aye")
+    expected = PREFIX + hmac.new(key, bytes(body), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode(), given.strip().encode("utf-8", "replace")):
+        raise BadSignature(f"{SIGNATURE_HEADER} does not match the body and this secret")
+    try:
+        payload = json.loads(bytes(body))
+    except ValueError:
+        raise BadSignature("the signed body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise BadSignature("the signed body is not a JSON object")
+    return payload
