@@ -85,3 +85,11 @@ def _show_answer(ask: dict[str, Any]) -> None:
             print(f"note: {block(answer['note'])}")
     if ask.get("outcome"):
         print(f"outcome: {line(ask['outcome'])}")
+    approvals = ask.get("approvals")
+    if approvals:
+        who = joined(approvals.get("approvers") or []) or "nobody yet"
+        print(f"approvals: {len(approvals.get('approvers') or [])} of {approvals['needed']}: {who}")
+    if ask.get("remembered_until"):
+        until = ask["remembered_until"]
+        # A refusal the gate remembers: the identical call is refused at once until then.
+        print(f"remembered until: {line(until)} ({relative(when(until), time.time())})")

@@ -46,6 +46,8 @@ async def test_a_quorum_approval_is_counted_and_author_unknown_is_a_refusal(
         assert counted.stdout.strip() == f"counted: {ref} approval 1 of 2"
         again = run_cli(tmp_path, server.url, "answer", ref, "approve")  # the same person
         assert again.returncode == 1 and "already approved" in again.stderr
+        shown = run_cli(tmp_path, server.url, "show", ref)
+        assert "approvals: 1 of 2: operator:local" in shown.stdout, shown.stdout
 
         ref = await pending(server.url, "release.prod")
         unknown = run_cli(tmp_path, server.url, "answer", ref, "approve")
@@ -55,5 +57,7 @@ async def test_a_quorum_approval_is_counted_and_author_unknown_is_a_refusal(
         assert "try again shortly" in unknown.stderr
         refused = run_cli(tmp_path, server.url, "answer", ref, "refuse")  # a refusal counts
         assert refused.returncode == 0 and refused.stdout.startswith(f"taken: {ref} answered")
+        shown = run_cli(tmp_path, server.url, "show", ref)
+        assert "remembered until: " in shown.stdout, shown.stdout  # the identical call is refused
     finally:
         stop(server)
