@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
@@ -16,13 +17,14 @@ from dotenv import load_dotenv
 
 from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks, Target
-from ask_api.routes import AskApi, errors
+from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
 from bot import logs
 from bot.config import AyeConfig, ConfigError, load_config
 from bot.core.asks import Asks
 from bot.core.clock import Clock
 from bot.core.gates import Gates
+from bot.core.logs import emit
 from bot.core.surface import SurfaceConfigError, SurfacePlugin
 from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
@@ -36,6 +38,7 @@ from store import outbox
 from store.db import Store, StoreError
 
 log = logging.getLogger("aye")
+ACCESS = logging.getLogger("aye.access")
 
 ASKS = web.AppKey("asks", Asks)
 # What /healthz says of each surface, on or off, in the order of the plug-ins.
@@ -62,7 +65,7 @@ def create_app(
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
     asks.add_surface(Callbacks(asks, callback_targets(config)))
     api = AskApi(asks, Gates(asks, config.gates), tokens, session_ok=operator_session)
-    app = web.Application(middlewares=[errors, api.auth], client_max_size=MAX_REQUEST)
+    app = web.Application(middlewares=[access_log, errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())
@@ -144,6 +147,28 @@ async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
             await task
 
 
+@web.middleware
+async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
+    """One line per request: method, route (its pattern, never a ref or a query), status,
+    duration and the agent's name; never a token or a body."""
+    started = time.monotonic()
+    status = 500
+    try:
+        response: web.StreamResponse = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        resource = request.match_info.route.resource
+        caller = request.get(CALLER)
+        emit(ACCESS, "http.request", method=request.method,
+             route=resource.canonical if resource is not None else "(no route)", status=status,
+             ms=round((time.monotonic() - started) * 1000, 1),
+             agent=caller.agent.name if caller is not None and caller.agent else None)
+
+
 async def healthz(request: web.Request) -> web.Response:
     asks = request.app[ASKS]
     store_ok = await asks.store.ping()
@@ -174,6 +199,7 @@ def serve() -> int:
     load_dotenv(ENV_FILE, override=False)
     try:
         settings = Settings.from_env()
+        logs.setup(logs.LEVELS[settings.log_level], settings.log_format)
         config = load_config(settings.config_path, settings.config_named)
         surface_lines = describe(settings)
         unused_sections(settings, config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -59,6 +60,34 @@ class KeyValueFormatter(logging.Formatter):
         return line
 
 
+# The JSON format's names for the fields aye's events carry (emit(…, id=ask.id) is `ask`).
+JSON_NAMES = {"id": "ask"}
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+          "error": logging.ERROR}
+FORMATS = ("text", "json")
+
+
+class JsonFormatter(logging.Formatter):
+    """`AYE_LOG_FORMAT=json`: one object a line, `ts`, `level`, `logger`, `msg`, and the event's
+    fields (`ask`, `ref`, `surface`, `delivery`… where they apply). json.dumps escapes every
+    control character, so no value can end the line or forge a field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage(),
+        }
+        fields: dict[str, Any] = getattr(record, FIELDS, {})
+        for key, value in fields.items():
+            if value is not None and key not in line:
+                name = JSON_NAMES.get(key, key)
+                line[name] = value if isinstance(value, int | float | bool) else str(value)
+        if record.exc_info and record.exc_info[0] is not None:
+            line["error"] = record.exc_info[0].__name__  # its class only: its text may hold secrets
+        return json.dumps(line, ensure_ascii=False)
+
+
 def _value(text: str) -> str:
     """Bare when plain; otherwise quoted, with `\\` and `"` escaped and every control or
     line-separator character escaped, so that no value can end the line or forge a field."""
@@ -113,9 +142,9 @@ def _retell(record: logging.LogRecord, level: int, event: str, fields: dict[str,
     setattr(record, FIELDS, fields)
 
 
-def setup(level: int = logging.INFO) -> None:
+def setup(level: int = logging.INFO, fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(KeyValueFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else KeyValueFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -30,6 +30,8 @@ class Settings:
     config_named: bool = False
     # Where people reach aye from outside (AYE_PUBLIC_URL): https there makes cookies Secure.
     public_url: str | None = None
+    log_format: str = "text"  # AYE_LOG_FORMAT: text or json
+    log_level: str = "info"  # AYE_LOG_LEVEL: debug, info, warning or error
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -41,6 +43,12 @@ class Settings:
             value = env.get(name, "").strip()
             return value or None
 
+        log_format = (get("AYE_LOG_FORMAT") or "text").lower()
+        if log_format not in ("text", "json"):
+            raise SettingsError(f"AYE_LOG_FORMAT: {log_format!r} is not text or json")
+        log_level = (get("AYE_LOG_LEVEL") or "info").lower()
+        if log_level not in ("debug", "info", "warning", "error"):
+            raise SettingsError(f"AYE_LOG_LEVEL: {log_level!r} is not debug, info, warning or error")
         port_text = get("AYE_PORT") or "8080"
         if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
             raise SettingsError(f"AYE_PORT: {port_text!r} is not a port number")
@@ -53,5 +61,6 @@ class Settings:
             operator_token=get("AYE_OPERATOR_TOKEN"),
             agent_token=get("AYE_AGENT_TOKEN"),
             public_url=get("AYE_PUBLIC_URL"),
+            log_format=log_format, log_level=log_level,
             env=env,
         )
