@@ -9,7 +9,7 @@ from bot.core import formats, rules
 from bot.core.responders import Responder
 from store.models import AskRow
 
-from . import cut, guide, inert
+from . import cut, guide, inert, starts
 from .plugin import LOGIN
 
 MARKER = "<!-- aye:ask:{id} -->"
@@ -66,6 +66,8 @@ def question_comment(ask: AskRow, ref: str) -> str:
 
 
 def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
+    if starts.is_start(ask):
+        return _start_comment(ask, ref, rooms)
     title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
     head = [f"**{title}** from an agent (ref `{ref}`)", "",
             *cut.quoted(question(ask), rooms.question, "question", ref)]
@@ -82,6 +84,16 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
         return "\n".join([*head, *tail])
     room = COMMENT_BUDGET - _size("\n".join([*head, *tail])) - ROOM_FOR_WORDS
     return "\n".join([*head, "", *input_lines(ask.call_input, ref, room), *tail])
+
+
+def _start_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
+    """A start: what would start in words, and how to approve or refuse it here."""
+    return "\n".join([
+        f"**Start approval needed** from an agent (ref `{ref}`)", "",
+        f"**{starts.question(ask)}**", "", *starts.detail_lines(ask, rooms), "",
+        *starts.how_to_answer(ask, ref, _who(ask, rooms.who)), "", *_quorum_lines(ask),
+        f"Deadline: {when(ask.deadline)}.", "", marker(ask.id),
+    ])
 
 
 def _who(ask: AskRow, room: int) -> str:
@@ -174,6 +186,10 @@ def _fit(code: str, room: int) -> str:
 
 def closed_comment(ask: AskRow, ref: str) -> str:
     """The question comment once the ask is closed: how, by whom, never a sensitive value."""
+    if starts.is_start(ask):
+        lines = [f"**Start approval** from an agent (ref `{ref}`): {closed_line(ask)}"
+                 f"{starts.consequence(ask)}", "", f"**{starts.question(ask)}**"]
+        return "\n".join([*lines, "", marker(ask.id)])
     title = "Approval" if ask.kind == rules.APPROVAL else "Question"
     lines = [f"**{title}** from an agent (ref `{ref}`): {closed_line(ask)}", "",
              *cut.quoted(question(ask), cut.TIGHT.question, "question", ref)]

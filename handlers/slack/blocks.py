@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core import formats, rules
-from handlers.slack import media, quorum
+from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import buttons
 from handlers.slack.text import clip, escape, fit, people, person, slack_date
 from store.models import AskRow
@@ -75,7 +75,10 @@ def _context(*parts: str) -> dict[str, Any]:
 
 
 def _details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
-    """The context: for an approval, the operation and its input as a code block."""
+    """The context: for a start, what would start in words; for another approval, the
+    operation and its input as a code block."""
+    if starts.is_start(ask):
+        return starts.details(ask, ref)
     if ask.kind == rules.APPROVAL and ask.operation:
         return [_section(f"*Operation:* `{fit(ask.operation, 200)}`"), *input_blocks(ask, ref)]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
@@ -111,7 +114,10 @@ def input_blocks(ask: AskRow, ref: str) -> list[dict[str, Any]]:
 
 
 def question(ask: AskRow) -> str:
-    """An approval stores its operation; here it is worded as a question."""
+    """An approval stores its operation; here it is worded as a question (a start's as what
+    would start: "May triage start on octo/app#7?")."""
+    if starts.is_start(ask):
+        return starts.question(ask)
     if ask.kind == rules.APPROVAL and ask.operation:
         return f"Approve {ask.operation}?"
     return ask.question
@@ -162,17 +168,20 @@ def question_message(ask: AskRow, ref: str) -> Message:
     return _message(ask, _fallback(ask, ref), ask_metadata(ask), build)
 
 
+def _escalation_words(ask: AskRow, ref: str) -> tuple[dict[str, Any], str, str]:
+    """The escalation's title, what happens when it runs out too, and its notification text."""
+    if ask.kind == rules.APPROVAL and not starts.is_start(ask):
+        operation = ask.operation or ""
+        title = _section(f"*Approve or refuse `{fit(operation, 200)}`? (escalated)*")
+        text = fit(f"[{ref}] Approve or refuse {operation}?", FALLBACK_MAX) + " (escalated)"
+        return title, "it will be refused", text
+    ending = starts.escalation_ending(ask) if starts.is_start(ask) else "it will expire"
+    return _title(ask, " (escalated)"), ending, _fallback(ask, ref, " (escalated)")
+
+
 def escalation_message(ask: AskRow, ref: str) -> Message:
     """Posted again in the thread when nobody answered in time: to whom it now goes, until when."""
-    approval = ask.kind == rules.APPROVAL
-    if approval:
-        title = _section(
-            f"*Approve or refuse `{fit(ask.operation or '', 200)}`? (escalated)*"
-        )
-        ending = "it will be refused"
-    else:
-        title = _title(ask, " (escalated)")
-        ending = "it will expire"
+    title, ending, text = _escalation_words(ask, ref)
     widened = _section(
         f"Nobody answered in time. It now goes to {people(ask.escalate_responders)} as well; "
         f"unless someone answers by {slack_date(ask.deadline)}, {ending}."
@@ -186,10 +195,6 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
         return [title, widened, *_details_and_media(ask, ref, pictures), who, *_quorum(ask),
                 *buttons(ask)]
 
-    if approval:
-        text = fit(f"[{ref}] Approve or refuse {ask.operation}?", FALLBACK_MAX) + " (escalated)"
-    else:
-        text = _fallback(ask, ref, " (escalated)")
     return _message(ask, text, ask_metadata(ask, ESCALATION_EVENT), build)
 
 
@@ -206,6 +211,9 @@ def shown_answer(ask: AskRow) -> str:
 
 def outcome_line(ask: AskRow) -> str:
     """How the ask closed, as people read it; a sensitive ask's value is never shown."""
+    started = starts.outcome_line(ask) if starts.is_start(ask) else None
+    if started is not None:
+        return started + _quoted(ask.answer_note)
     who = person(ask.answered_by) if ask.answered_by else "someone"
     ended = rules.ending(ask)
     if ended == rules.ANSWERED:

@@ -12,6 +12,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from bot.core import formats, forms, rules
+from handlers.slack import starts
 from handlers.slack.text import clip, fit
 from store.models import AskRow
 
@@ -226,8 +227,12 @@ def refusal_modal(ask: AskRow, ref: str) -> dict[str, Any] | None:
         "type": "plain_text_input", "action_id": REASON_INPUT, "multiline": True,
         "max_length": INPUT_MAX,
     }
+    if starts.is_start(ask):
+        heading = f"Refuse {starts.what(ask)}? That cancels the work for {starts.agent(ask)}."
+    else:
+        heading = f"Refuse {ask.operation or ask.question}?"
     blocks = [
-        _heading(f"Refuse {ask.operation or ask.question}?"),
+        _heading(heading),
         _input(REASON_BLOCK, "Reason", element, optional=True, hint=REASON_HINT),
     ]
     return _modal(REFUSE_CALLBACK, ask, f"Refuse {ref}", "Refuse", blocks)

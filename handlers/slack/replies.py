@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bot.core import formats, rules
 from bot.core.types import AnswerResult
-from handlers.slack import quorum
+from handlers.slack import quorum, starts
 from handlers.slack.text import fit
 from store.models import AskRow
 
@@ -29,6 +29,8 @@ def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
     taken = result.ask or ask
     if taken.kind == rules.APPROVAL and taken.status == rules.OPEN:
         return quorum.counted_reply(taken, ref)  # counted towards a quorum not yet reached
+    if starts.is_start(taken) and taken.outcome in (rules.APPROVED, rules.APPROVAL_REFUSED):
+        return _start_reply(taken, ref)
     if taken.outcome == rules.APPROVED:
         return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
     if taken.outcome == rules.APPROVAL_REFUSED:
@@ -37,6 +39,14 @@ def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
     if not shown:
         return f"Thanks: your answer to `{ref}` was taken."
     return f"Thanks: your answer to `{ref}` was taken: *{fit(shown, VALUE_MAX)}*"
+
+
+def _start_reply(taken: AskRow, ref: str) -> str:
+    """To whoever decided a start: what they let start, or what they cancelled."""
+    started = fit(starts.what(taken), 300)
+    if taken.outcome == rules.APPROVED:
+        return f"You approved {started} (`{ref}`)."
+    return f"You refused {started} (`{ref}`): {starts.cancelled(taken)}."
 
 
 def not_taken_error(result: AnswerResult) -> str:
