@@ -145,6 +145,8 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
 def _what(ask: dict[str, Any]) -> str:
     """The question; for an approval its operation and input, so that two approvals of one
     operation can be told apart."""
+    if ask.get("operation") == "human.start":
+        return str(ask["question"])  # "May triage start on github:o/r#7? (title)"
     if ask.get("operation"):
         shown = json.dumps(ask.get("input"), sort_keys=True, separators=(",", ":"))
         return f"approve {ask['operation']} {shown}"

@@ -10,6 +10,8 @@ from typing import Any
 from bot import cli_formats
 from bot.cli_text import block, joined, line, relative, when
 
+START = "human.start"  # the operation a start's approval is recorded as
+
 
 def show(ask: dict[str, Any]) -> None:
     _show_what(ask)
@@ -28,7 +30,9 @@ def _show_what(ask: dict[str, Any]) -> None:
     print(f"{line(ask['ref'])}  {line(ask['kind'])}  {line(ask['status'])}"
           f"  (agent {line(ask.get('agent', '?'))})")
     print(f"question: {block(ask['question'])}")
-    if ask.get("operation"):
+    if ask.get("operation") == START:
+        _show_start(ask.get("input") or {})
+    elif ask.get("operation"):
         print(f"operation: {line(ask['operation'])}")
         # JSON escapes every control character in its strings; cleaned all the same.
         print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
@@ -45,6 +49,19 @@ def _show_what(ask: dict[str, Any]) -> None:
     for text in (*cli_formats.field_lines(ask), *cli_formats.media_lines(ask)):
         print(text)
     print(f"for: {joined(ask.get('responders', []))}")
+
+
+def _show_start(what: dict[str, Any]) -> None:
+    """A start's approval: what would start, in words (`start: triage on github:o/r#7`)."""
+    work = what.get("work") or {}
+    where = ", ".join(f"{line(k)} {line(json.dumps(v, sort_keys=True))}" for k, v in work.items())
+    print(f"start: agent {line(what.get('agent', '?'))} on {where or 'its work'}")
+    for key in ("title", "trigger"):
+        if what.get(key):
+            print(f"{key}: {line(what[key])}")
+    for link in what.get("links") or []:
+        print(f"link: {line(link)}")
+    print("refusing it cancels this work for the agent")
 
 
 def _show_when(ask: dict[str, Any], now: float) -> None:
