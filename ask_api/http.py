@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
 from bot.core.config import key_path
+from bot.core.limits import Limited
 
 log = logging.getLogger("aye.api")
 
@@ -28,12 +29,16 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
+        self.retry_after: int | None = None
 
     def response(self) -> web.Response:
         body: dict[str, Any] = {"error": self.code, "message": self.message}
         if self.field is not None:
             body["field"] = self.field
-        return web.json_response(body, status=self.status)
+        response = web.json_response(body, status=self.status)
+        if self.retry_after is not None:
+            response.headers["Retry-After"] = str(self.retry_after)
+        return response
 
 
 def int_param(text: str, name: str, low: int, high: int, what: str) -> int:
@@ -95,6 +100,10 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except ApiError as exc:
         return exc.response()
+    except Limited as exc:
+        limited = ApiError(429, exc.code, exc.message)
+        limited.retry_after = exc.retry_after
+        return limited.response()
     except web.HTTPRequestEntityTooLarge:
         return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
     except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):

@@ -320,6 +320,7 @@ class AskApi:
         assert caller.agent is not None
         self._may_call_back(caller, body.callback_url)
         what = body.model_dump(include={"title", "links", "trigger"}, exclude_none=True)
+        await self.asks.count_hit(caller.agent)
         decision = await starts.start(
             self.gates, caller.agent, body.work.as_dict(), what, body.callback_url
         )
@@ -331,6 +332,7 @@ class AskApi:
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
         self._may_call_back(caller, body.callback_url)
+        await self.asks.count_hit(caller.agent)
         decision = await self.gates.call(
             caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
         )

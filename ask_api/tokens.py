@@ -36,6 +36,10 @@ class AgentEntry(Protocol):
     def callback_urls(self) -> list[str]: ...
     @property
     def callback_secret_env(self) -> str | None: ...
+    @property
+    def max_open(self) -> int: ...
+    @property
+    def asks_per_minute(self) -> int: ...
     def token(self) -> str: ...
 
 
@@ -59,6 +63,7 @@ class TokenBook:
                 (a.token(), AgentInfo(
                     a.name, list(a.responders) if a.responders else None,
                     tuple(a.callback_urls), a.callback_secret_env is not None,
+                    a.max_open, a.asks_per_minute,
                 ))
                 for a in config.agents
             ]

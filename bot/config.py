@@ -32,6 +32,8 @@ class Agent(Strict):
     # the URL prefixes they may go to.
     callback_secret_env: str | None = Field(default=None, min_length=1)
     callback_urls: list[str] = Field(default_factory=list)
+    max_open: int = Field(default=500, ge=1, le=1_000_000)
+    asks_per_minute: int = Field(default=120, ge=1, le=1_000_000)
 
     @field_validator("token_env")
     @classmethod

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from bot.core import deadlines, posts
+from bot.core import deadlines, limits, posts
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.surface import GiveUp, RetryLater
@@ -30,6 +30,8 @@ MAX_ATTEMPTS = 30
 async def _sweep(asks: Asks) -> None:
     try:
         await posts.sweep(asks)
+        async with asks.store.write() as conn:  # limits' counts of windows long past
+            await limits.forget_old(conn, asks.clock.now())
     except asyncio.CancelledError:
         raise
     except Exception:

@@ -159,6 +159,17 @@ class EventRow(SQLModel, table=True):
     event: str = Field(max_length=32)
 
 
+class RateRow(SQLModel, table=True):
+    """How many asks, calls and starts an agent made in one minute's window (its limit's
+    count, shared by every process on the store)."""
+
+    __tablename__ = "rates"
+
+    agent: str = Field(max_length=100, primary_key=True)
+    window: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    hits: int = 0
+
+
 class MetaRow(SQLModel, table=True):
     """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
 

@@ -25,8 +25,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from yarl import URL
 
+from ask_api.tokens import TokenBook
 from bot.config import Config
-from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye, StartAye
+from bot.core.types import AgentInfo
+from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 # AYE_FUZZ_EXAMPLES=2000 for a longer hunt; the default keeps the file well under a minute.
 FUZZ = settings(
@@ -260,9 +262,21 @@ async def get(aye: Aye, path: str) -> tuple[int, Any]:
         return resp.status, await checked(resp)
 
 
+def roomy() -> TokenBook:
+    """The default agent with limits far above what a fuzz run sends: the limits are tested in
+    test_limits.py; here every generated request must reach the code it fuzzes."""
+    agent = AgentInfo("default", max_open=10**6, asks_per_minute=10**6)
+    return TokenBook(OPERATOR_TOKEN, [(AGENT_TOKEN, agent)])
+
+
+@pytest.fixture
+async def aye(start_aye: StartAye, database_url: str) -> Aye:
+    return await start_aye(database_url, tokens=roomy())
+
+
 @pytest.fixture
 async def gated(start_aye: StartAye, database_url: str) -> Aye:
-    return await start_aye(database_url, Config.model_validate(GATED))
+    return await start_aye(database_url, Config.model_validate(GATED), tokens=roomy())
 
 
 @FUZZ

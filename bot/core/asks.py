@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, approvals, events, rules, waiting
+from bot.core import answering, approvals, events, limits, rules, waiting
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -85,6 +85,12 @@ class Asks:
             if len(ident) == 32:
                 return await q.by_id(conn, ident, agent)
         return None
+
+    async def count_hit(self, agent: AgentInfo) -> None:
+        """A call or a start counts towards the agent's asks_per_minute (limits.Limited past
+        it), in a transaction of its own, before anything is decided."""
+        async with self.store.write() as conn:
+            await limits.count(conn, agent, self.clock.now(), self.store.is_postgres)
 
     async def by_seq(self, seq: int) -> AskRow | None:
         async with self.store.read() as conn:
@@ -194,7 +200,7 @@ class Asks:
         if remind is not None and now + remind < deadline:
             values.update(remind_at=now + remind, due_at=now + remind)
         try:
-            ask = await self.insert(values, {"agent": agent.name})
+            ask = await self.insert(values, {"agent": agent.name}, agent)
         except Duplicate:
             # Another request with the same key won the insert: answer as it would have.
             earlier = await self._by_key(agent.name, new.key or "", body_hash)
@@ -210,9 +216,18 @@ class Asks:
             raise KeyReused
         return ask
 
-    async def insert(self, values: dict[str, Any], detail: dict[str, Any]) -> AskRow:
-        """A new ask, its `created` entry and its posts, in one transaction."""
+    async def insert(
+        self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None = None,
+        counted: bool = False,
+    ) -> AskRow:
+        """A new ask, its `created` entry and its posts, in one transaction. With `agent`, its
+        limits are checked in that transaction (limits.Limited, nothing written): room for one
+        more open ask, and unless `counted` already, one more hit this minute."""
         async with self.store.write() as conn:
+            if agent is not None:
+                if not counted:
+                    await limits.count(conn, agent, values["created_at"], self.store.is_postgres)
+                await limits.room(conn, agent)
             ask = await q.insert(conn, values)
             await q.add_history(conn, ask.seq, values["created_at"], "created", detail)
             await self.to_outbox(conn, ask, POST)

@@ -59,7 +59,7 @@ class Gates:
         values.update(call_hash=call_hash, responders=[str(r) for r in responders],
                       callback_url=callback_url)
         try:
-            ask = await self.asks.insert(values, audit)
+            ask = await self.asks.insert(values, audit, agent, counted=True)
         except Duplicate:
             # An identical call created the pending approval first: share it.
             pending = await self._open_call(call_hash)

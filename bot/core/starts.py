@@ -67,7 +67,7 @@ async def _ask(
                   callback_url=callback_url)
     audit = {"agent": agent.name, "operation": START, "input_hash": start_hash[:16]}
     try:
-        ask = await gates.asks.insert(values, audit)
+        ask = await gates.asks.insert(values, audit, agent, counted=True)
     except Duplicate:  # an identical start made the pending approval first: share it
         async with gates.asks.store.read() as conn:
             pending = await q.open_call(conn, start_hash)

@@ -38,6 +38,9 @@ class AgentInfo:
     # Where its callbacks may go (URL prefixes), and whether it has a secret to sign them.
     callback_urls: tuple[str, ...] = ()
     signs_callbacks: bool = False
+    # Limits (bot/core/limits.py): open asks at once, and asks, calls and starts a minute.
+    max_open: int = 500
+    asks_per_minute: int = 120
 
     def may_call_back(self, url: str) -> bool:
         return self.signs_callbacks and any(url.startswith(p) for p in self.callback_urls)

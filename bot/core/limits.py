@@ -1,0 +1,45 @@
+"""Per-agent limits: open asks at once (`max_open`) and asks, calls and starts a minute
+(`asks_per_minute`), counted by the store so that they hold across processes. A request past
+either is refused before anything is created or posted."""
+
+from __future__ import annotations
+
+import math
+
+from bot.core.types import AgentInfo
+from store import rates
+from store.db import Conn
+
+WINDOW_S = 60
+OPEN_RETRY_S = 10  # an open ask may close any moment: come back soon
+TOO_MANY_OPEN, RATE_LIMITED = "too_many_open_asks", "rate_limited"
+
+
+class Limited(Exception):
+    """Refused by a limit: the error code, when to try again, and why in words."""
+
+    def __init__(self, code: str, retry_after: int, message: str) -> None:
+        super().__init__(message)
+        self.code, self.retry_after, self.message = code, retry_after, message
+
+
+async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool) -> None:
+    """One more ask, call or start this minute; Limited past `asks_per_minute` (the hit is
+    rolled back with the transaction, so refusals do not count)."""
+    window = int(now // WINDOW_S) * WINDOW_S
+    hits = await rates.hit(conn, agent.name, window, postgres)
+    if hits > agent.asks_per_minute:
+        retry = max(1, math.ceil(window + WINDOW_S - now))
+        raise Limited(RATE_LIMITED, retry,
+                      f"more than {agent.asks_per_minute} asks, calls and starts a minute")
+
+
+async def room(conn: Conn, agent: AgentInfo) -> None:
+    """Limited when `agent` already has `max_open` open asks."""
+    if await rates.open_count(conn, agent.name) >= agent.max_open:
+        raise Limited(TOO_MANY_OPEN, OPEN_RETRY_S,
+                      f"{agent.max_open} asks are open already: wait for some to close")
+
+
+async def forget_old(conn: Conn, now: float) -> None:
+    await rates.forget(conn, int(now // WINDOW_S) * WINDOW_S - 3600)

@@ -1,0 +1,92 @@
+"""Per-agent limits (max_open, asks_per_minute): counted by the store, across processes on
+PostgreSQL, refused with 429 and Retry-After before anything is created or posted."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ask_api.tokens import TokenBook
+from bot.config import Config
+from bot.core.clock import ManualClock
+from tests.conftest import OPERATOR_TOKEN, Aye, StartAye
+from tests.test_gates import RecordingSurface
+
+AGENT = {"Authorization": "Bearer token-lim"}
+
+
+def limited(monkeypatch: pytest.MonkeyPatch, **limits: Any) -> Config:
+    monkeypatch.setenv("AYE_TOKEN_LIM", "token-lim")
+    return Config.model_validate({
+        "agents": [{"name": "lim", "token_env": "AYE_TOKEN_LIM", **limits}],
+        "gates": [{"operations": ["deploy."], "responders": ["operator:local"]}],
+    })
+
+
+async def start(start_aye: StartAye, url: str, cfg: Config, clock: ManualClock | None = None) -> Aye:
+    return await start_aye(url, cfg, clock, tokens=TokenBook.build(cfg, OPERATOR_TOKEN, None))
+
+
+async def create(aye: Aye, question: str = "q?") -> Any:
+    resp = await aye.client.post("/v1/asks", json={"question": question}, headers=AGENT)
+    return resp.status, resp.headers.get("Retry-After"), await resp.json()
+
+
+async def test_max_open_refuses_until_one_closes(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch, max_open=2))
+    surface = RecordingSurface()
+    aye.asks.add_surface(surface)
+    first = (await create(aye))[2]
+    await create(aye)
+    status, retry, body = await create(aye, "one too many")
+    assert (status, body["error"]) == (429, "too_many_open_asks") and retry is not None
+    listed = await (await aye.client.get("/v1/asks", headers=AGENT)).json()
+    assert len(listed["asks"]) == 2  # nothing created
+    await asyncio.sleep(0.1)
+    assert all(i != body.get("id") for i, _ in surface.delivered)  # nothing posted
+    await aye.answer(first["ref"], "done")
+    assert (await create(aye))[0] == 201
+
+
+async def test_asks_calls_and_starts_share_the_minute(
+    start_aye: StartAye, database_url: str, manual_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    manual_clock.advance(-(manual_clock.now() % 60) + 1)  # one second into a minute
+    aye = await start(start_aye, database_url, limited(monkeypatch, asks_per_minute=3), manual_clock)
+    assert (await create(aye))[0] == 201
+    resp = await aye.client.post("/v1/calls", json={"operation": "read.only"}, headers=AGENT)
+    assert resp.status == 200  # not gated, but counted
+    resp = await aye.client.post("/v1/starts", headers=AGENT,
+                                 json={"work": {"github": {"repo": "o/r", "number": 1}}})
+    assert resp.status == 200
+    status, retry, body = await create(aye)
+    assert (status, body["error"], retry) == (429, "rate_limited", "59")
+    resp = await aye.client.post("/v1/calls", json={"operation": "deploy.prod"}, headers=AGENT)
+    assert resp.status == 429 and resp.headers["Retry-After"] == "59"
+    manual_clock.advance(60)
+    assert (await create(aye))[0] == 201
+
+
+async def test_the_count_is_the_stores_across_processes(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "postgresql" not in database_url:
+        pytest.skip("one process per SQLite file (a second aye serve refuses to start)")
+    cfg = limited(monkeypatch, asks_per_minute=5)
+    one, two = await start(start_aye, database_url, cfg), await start(start_aye, database_url, cfg)
+    results = await asyncio.gather(*(create(one if i % 2 else two, f"q{i}") for i in range(12)))
+    assert [status for status, _, _ in results].count(201) == 5
+    listed = await (await one.client.get("/v1/asks", headers=AGENT)).json()
+    assert len(listed["asks"]) == 5
+
+
+@pytest.mark.parametrize("keys", [{"max_open": 0}, {"asks_per_minute": 0}, {"max_open": "5"}])
+def test_limits_are_checked_at_start(monkeypatch: pytest.MonkeyPatch, keys: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        limited(monkeypatch, **keys)
