@@ -17,6 +17,7 @@ from dotenv import load_dotenv
 
 from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks, Target
+from ask_api.mcp.http import setup as setup_mcp
 from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
 from bot import logs
@@ -64,7 +65,8 @@ def create_app(
         if surface_settings is not None:
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
     asks.add_surface(Callbacks(asks, callback_targets(config)))
-    api = AskApi(asks, Gates(asks, config.gates), tokens, session_ok=operator_session)
+    gates = Gates(asks, config.gates)
+    api = AskApi(asks, gates, tokens, session_ok=operator_session)
     app = web.Application(middlewares=[access_log, errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]
@@ -78,6 +80,8 @@ def create_app(
         session_key=tokens.derived_key(b"web inbox sessions"),
     )
     app.cleanup_ctx.append(_lifecycle)
+    # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
+    setup_mcp(app, asks, gates, tokens, host=settings.host, public_url=settings.public_url)
     return app
 
 

@@ -253,6 +253,8 @@ def parser() -> argparse.ArgumentParser:
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")
     sub.add_parser("watch", help="print every change to an ask as it happens (Ctrl-C stops)")
+    sub.add_parser("mcp", help="aye's MCP server over stdio, for an MCP client to start "
+                   "(as the agent of AYE_AGENT_TOKEN, talking to AYE_URL)")
     return top
 
 
@@ -280,6 +282,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return serve()
     if args.command == "migrate":
         return cmd_migrate()
+    if args.command == "mcp":
+        from bot.cli_mcp import run as mcp  # the MCP SDK, loaded for this command only
+
+        return mcp()
     if args.command == "watch":
         return _watch()
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from bot.core.logs import FIELDS
 
 NOISY = ("aiohttp.access", "aiosqlite", "asyncpg", "sqlalchemy", "slack_bolt", "slack_sdk",
-         "gidgethub", "asyncio")
+         "gidgethub", "asyncio", "mcp", "sse_starlette")
 # Where aiohttp reports a request it could not parse ("Error handling request", at error).
 PROTOCOL_LOGGERS = ("aiohttp.server", "aiohttp.web_protocol")
 # Control characters (C0, DEL, C1), format characters (bidi overrides and isolates, marks),

@@ -1,0 +1,145 @@
+"""A one-route bridge from aiohttp to an ASGI application (the MCP SDK's streamable-HTTP
+session manager, which exists only as ASGI): the request as an ASGI `http` scope, its body as
+`http.request` messages, the response written back as it is sent (so each SSE event reaches the
+client at once), and `http.disconnect` once the client has gone."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+from starlette.types import ASGIApp, Message, Scope
+
+log = logging.getLogger("aye.mcp")
+
+# aiohttp frames the response itself: these headers of the application's are its to set.
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding"})
+# aiohttp tells a handler nothing when its client goes (unless handler cancellation is on for
+# the whole server), so a streaming response looks at the connection this often.
+GONE_CHECK_S = 1.0
+
+
+# Applications still finishing after their client went (see serve()): kept from the collector.
+_finishing: set[asyncio.Task[None]] = set()
+
+
+async def serve(app: ASGIApp, request: web.Request, extra: Mapping[str, Any]) -> web.StreamResponse:
+    """Run `app` for `request`, its scope carrying `extra` (who is calling), and return the
+    response it streamed.
+
+    The application runs in a task of its own: aiohttp may cancel a handler whose client has
+    gone (test servers do, and so does a server with handler_cancellation), but an ASGI
+    application is never cancelled for that; it is told (`http.disconnect`) and finishes its
+    own way. The SDK's session manager depends on it: a session whose opening request was
+    cancelled after its response went out is thrown away."""
+    exchange = Exchange(request)
+    scope = scope_of(request, extra)
+
+    async def run() -> None:
+        await app(scope, exchange.receive, exchange.send)
+
+    running = asyncio.create_task(run())
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        exchange.done = True
+        if not running.done():
+            _finishing.add(running)
+            running.add_done_callback(_finished)
+        raise
+    return await exchange.finish()
+
+
+def _finished(task: asyncio.Task[None]) -> None:
+    _finishing.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("mcp: a request finished after its client went: %r", task.exception())
+
+
+def scope_of(request: web.Request, extra: Mapping[str, Any]) -> Scope:
+    transport = request.transport
+    peer = transport.get_extra_info("peername") if transport else None
+    local = transport.get_extra_info("sockname") if transport else None
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.rel_url.raw_path.encode("ascii", "replace"),
+        "query_string": request.rel_url.raw_query_string.encode("ascii", "replace"),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": tuple(local[:2]) if isinstance(local, tuple) else None,
+        "state": {},
+        **extra,
+    }
+
+
+class Exchange:
+    """One request and its response, as ASGI's `receive` and `send`."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+        self.body_read = False
+        self.done = False
+
+    async def receive(self) -> Message:
+        if not self.body_read:
+            chunk = await self.request.content.readany()
+            self.body_read = not chunk or self.request.content.at_eof()
+            return {"type": "http.request", "body": chunk, "more_body": not self.body_read}
+        await self._gone()
+        return {"type": "http.disconnect"}
+
+    async def _gone(self) -> None:
+        while not self.done:
+            transport = self.request.transport
+            if transport is None or transport.is_closing():
+                return
+            await asyncio.sleep(GONE_CHECK_S)
+
+    async def send(self, message: Message) -> None:
+        if self.done:
+            return
+        if message["type"] == "http.response.start":
+            self.response = response = web.StreamResponse(status=message["status"])
+            for name, value in message.get("headers", ()):
+                if name.lower() not in HOP_BY_HOP:
+                    response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            # Headers go at once: an SSE stream's client is waiting for them.
+            await self._write(response, b"", more=True, prepare=True)
+        elif message["type"] == "http.response.body" and self.response is not None:
+            await self._write(self.response, message.get("body", b""), message.get("more_body", False))
+
+    async def _write(
+        self, response: web.StreamResponse, body: bytes, more: bool, prepare: bool = False
+    ) -> None:
+        try:
+            if prepare:
+                await response.prepare(self.request)
+            if body:
+                await response.write(body)
+            if not more:
+                self.done = True
+                await response.write_eof()
+        except ConnectionError:
+            # The client has gone: the rest is dropped, and the application's next receive()
+            # says so (a tool waiting on an ask goes on; the ask stays open).
+            self.done = True
+
+    async def finish(self) -> web.StreamResponse:
+        if self.response is None:
+            log.warning("mcp: the application sent no response path=%s", self.request.path)
+            return web.json_response(
+                {"error": "internal", "message": "no response"}, status=500
+            )
+        if not self.done:
+            await self._write(self.response, b"", more=False)
+        return self.response

@@ -1,0 +1,168 @@
+"""`/mcp` on aye's own port and process: the MCP server over streamable HTTP, for agents.
+
+The SDK serves streamable HTTP only as ASGI: its StreamableHTTPSessionManager keeps the
+sessions, the SSE streams that carry progress, the 2026 per-request path and the DNS-rebinding
+checks. aye is one aiohttp application, so rather than a second server and port, `/mcp` hands
+each request to that manager through a small ASGI bridge (ask_api/mcp/asgi.py), and the
+manager's task group runs for the app's life (a cleanup_ctx). SSE, not `json_response`: with
+JSON responses progress notifications never reach the client.
+
+The bearer token is checked here, before any MCP handling: none or unknown is 401, the
+operator's is 403 `agents_only`. The agent then rides in the ASGI scope: as the SDK's
+authenticated user (a session answers only the agent that opened it) and for the tools, which
+call the core in-process (ask_api/mcp/local.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from ask_api.http import ApiError
+from ask_api.mcp import asgi
+from ask_api.mcp.local import LocalAgent
+from ask_api.mcp.tools import AgentPort, Context, build_server
+from ask_api.routes import CALLER
+from ask_api.schemas import SURROGATE
+from ask_api.tokens import Caller, TokenBook
+from bot.core.asks import Asks
+from bot.core.gates import Gates
+from bot.core.types import AgentInfo
+
+MCP_PATH = "/mcp"
+AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
+# A JSON-RPC envelope around at most 64 KiB of arguments (the API's body limit, checked per call).
+MAX_ENVELOPE = 128 * 1024
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class McpEndpoint:
+    """`/mcp`: one MCP server and one session manager for every agent; each request acts for
+    the agent its bearer token names."""
+
+    def __init__(
+        self, asks: Asks, gates: Gates, tokens: TokenBook, security: TransportSecuritySettings
+    ) -> None:
+        self.asks, self.gates, self.tokens = asks, gates, tokens
+        self.server = build_server(self.port_for)
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server, json_response=False, security_settings=security,
+            max_request_body_size=MAX_ENVELOPE,
+        )
+
+    def port_for(self, ctx: Context) -> AgentPort:
+        scope = getattr(ctx.request, "scope", None) or {}
+        agent = scope.get(AGENT)
+        if not isinstance(agent, AgentInfo):  # handle() put it there; nothing else serves them
+            raise ApiError(401, "unauthorized", "a valid bearer token is required")
+        return LocalAgent(self.asks, self.gates, agent)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        caller = self._caller(request)
+        if caller is None:
+            return web.json_response(
+                {"error": "unauthorized", "message": "a valid bearer token is required"},
+                status=401, headers={"WWW-Authenticate": 'Bearer realm="aye"'},
+            )
+        if caller.agent is None:
+            return web.json_response(
+                {"error": "agents_only", "message": "/mcp takes an agent's token"}, status=403
+            )
+        request[CALLER] = caller  # the access line names the agent, as for /v1
+        # The SDK binds each session to the principal that opened it; the token never goes in.
+        user = AuthenticatedUser(AccessToken(token="", client_id=caller.agent.name, scopes=[]))
+        return await asgi.serve(self.manager.handle_request, request,
+                                {"user": user, AGENT: caller.agent})
+
+    def _caller(self, request: web.Request) -> Caller | None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
+        if scheme.lower() != "bearer" or SURROGATE.search(token):
+            return None
+        return self.tokens.caller(token.strip())
+
+    async def lifecycle(self, _app: web.Application) -> AsyncIterator[None]:
+        """The session manager's task group, in a task of its own: an anyio task group must be
+        left by the task that entered it, and aiohttp may start and clean up an app from
+        different tasks."""
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def run() -> None:
+            async with self.manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(run(), name="aye-mcp")
+        ready = asyncio.create_task(started.wait())
+        await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if task.done():
+            task.result()  # it failed to start: say why
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
+
+
+def transport_security(host: str, public_url: str | None = None) -> TransportSecuritySettings:
+    """DNS-rebinding protection for aye's own names: a page on another name that resolves to
+    aye's address is refused (421), whatever port aye listens on. aye bound to every address
+    (0.0.0.0, ::) is reached by names it cannot know, so the Host check is off there; the bearer
+    token is required either way, and a browser page has none."""
+    public = urlsplit(public_url) if public_url else None
+    names = [] if _is_wildcard(host) else [_host_name(host), *LOOPBACK_NAMES]
+    if public is not None and public.hostname and names:
+        names.append(_host_name(public.hostname))
+    if not names:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = list(dict.fromkeys(names))
+    hosts = [h for name in names for h in (name, f"{name}:*")]
+    origins = [f"http://{name}:*" for name in LOOPBACK_NAMES]
+    if public is not None and public.netloc:
+        origins.append(f"{public.scheme}://{public.netloc}")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def _is_wildcard(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return host in ("", "*")
+
+
+def _host_name(host: str) -> str:
+    """`host` as a Host header names it: an IPv6 address in brackets."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host.lower()
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+
+MCP = web.AppKey("mcp", McpEndpoint)
+
+
+def setup(
+    app: web.Application, asks: Asks, gates: Gates, tokens: TokenBook, *, host: str,
+    public_url: str | None = None,
+) -> McpEndpoint:
+    """Serve `/mcp` from `app`. Call it after the app's own cleanup_ctx is added, so that the
+    store is open before MCP sessions start and closed after they end."""
+    endpoint = McpEndpoint(asks, gates, tokens, transport_security(host, public_url))
+    app[MCP] = endpoint
+    app.router.add_route("*", MCP_PATH, endpoint.handle)
+    app.cleanup_ctx.append(endpoint.lifecycle)
+    return endpoint
+

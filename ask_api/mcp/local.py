@@ -1,0 +1,142 @@
+"""The MCP tools' way into aye inside its own process (`/mcp`): the core itself (Asks, Gates),
+with the same checks, errors and views as the `/v1` routes, as the agent whose bearer token the
+request carried. No request goes back over HTTP to the process it is already in."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy.exc
+
+from ask_api.http import ApiError
+from ask_api.routes import decided
+from ask_api.schemas import AskBodyBase, CallBodyBase, FormatProblem, check_format, parse_time
+from ask_api.views import ask_view
+from bot.core.asks import Asks
+from bot.core.config import MAX_TIMEOUT_S
+from bot.core.gates import Gates
+from bot.core.limits import Limited
+from bot.core.types import AgentInfo, CallDecision, KeyReused, NewAsk, NoReachableResponder
+from store.models import AskRow
+
+
+class LocalAgent:
+    """An AgentPort (ask_api/mcp/tools.py) on the core, for one agent."""
+
+    def __init__(self, asks: Asks, gates: Gates, agent: AgentInfo) -> None:
+        self.asks, self.gates, self.agent = asks, gates, agent
+
+    async def create(self, body: AskBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
+        new = new_ask(self.agent, body, raw, self.asks.clock.now())
+        with _store_errors():
+            try:
+                ask, created = await self.asks.create_question(self.agent, new)
+            except KeyReused:
+                raise ApiError(
+                    409, "key_reused", "this key was used before with a different body", "key"
+                ) from None
+            except NoReachableResponder:
+                raise ApiError(
+                    422, "no_reachable_responder",
+                    "none of this question's responders can be reached on a running surface",
+                ) from None
+            # A repeated key gives the earlier ask as it stands: a read like any other.
+            return ask_view(ask) if created else await self._read(ask)
+
+    async def wait(self, ref: str, seconds: int) -> dict[str, Any]:
+        with _store_errors():
+            ask = await self._find(ref)
+            return await self._read(await self.asks.wait(ask, seconds))
+
+    async def call(self, body: CallBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
+        work = body.work.as_dict() if body.work else None
+        may_call_back(self.agent, body.callback_url)
+        with _store_errors():
+            await self.asks.count_hit(self.agent)  # asks_per_minute, as POST /v1/calls counts
+            decision = await self.gates.call(
+                self.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
+            )
+        return call_reply(decision)
+
+    async def _find(self, ref: str) -> AskRow:
+        # Ids and refs are printable ASCII: anything else names no ask (as in the routes).
+        plausible = ref.isascii() and ref.isprintable()
+        ask = await self.asks.find(ref, self.agent.name) if plausible else None
+        if ask is None:
+            raise ApiError(404, "not_found", "no such ask")
+        return ask
+
+    async def _read(self, ask: AskRow) -> dict[str, Any]:
+        """The agent reads its ask: recorded, and a sensitive answer erased by the read that
+        shows it (as GET /v1/asks/{id} does)."""
+        if ask.sensitive:
+            if not await self.asks.mark_read(ask):
+                # Another read took the answer first (and erased it): show it as it is now.
+                ask = await self.asks.by_seq(ask.seq or 0) or ask
+            return ask_view(ask)
+        self.asks.read_later(ask)
+        return ask_view(ask)
+
+
+def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float) -> NewAsk:
+    """The question POST /v1/asks creates from this body (the checks of AskApi.create, in its
+    order): its deadline in the future and within a year, a callback only where the operator
+    allowed this agent's, its format going with its options, schema and bounds; ApiError
+    otherwise."""
+    deadline = None
+    if body.deadline is not None:
+        deadline = parse_time(body.deadline)
+        if deadline <= now:
+            raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
+        if deadline > now + MAX_TIMEOUT_S:
+            raise ApiError(422, "invalid_field", "deadline: at most 8760h ahead", "deadline")
+    if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
+        raise ApiError(
+            422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
+        )
+    may_call_back(agent, body.callback_url)
+    try:
+        fmt = check_format(body)
+    except FormatProblem as problem:
+        raise ApiError(422, "invalid_field", str(problem), problem.field) from None
+    return NewAsk(
+        question=body.question, options=body.options, context=body.context,
+        deadline=deadline, timeout_s=body.timeout_s,
+        work=body.work.as_dict() if body.work else None, key=body.key,
+        sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
+        pick_min=body.min, pick_max=body.max,
+        media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
+        callback_url=body.callback_url,
+    )
+
+
+def may_call_back(agent: AgentInfo, url: str | None) -> None:
+    """A callback goes only where the operator allowed this agent's, signed (as the routes'
+    AskApi._may_call_back): 422 naming callback_url otherwise."""
+    if url is None or agent.may_call_back(url):
+        return
+    why = ("this agent has no callback_secret_env" if not agent.signs_callbacks
+           else "is not under this agent's callback_urls")
+    raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
+
+
+def call_reply(decision: CallDecision) -> dict[str, Any]:
+    """The very body POST /v1/calls answers with for this decision (its status aside)."""
+    reply: dict[str, Any] = json.loads(decided(decision).text or "{}")
+    return reply
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """What the API's error middleware says for the core's refusals: a limit (429, with when to
+    try again), the store overloaded or away (`busy`, 503); never a crash."""
+    try:
+        yield
+    except Limited as limited:
+        raise ApiError(429, limited.code, f"{limited.message}; try again in "
+                                          f"{limited.retry_after} s") from None
+    except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):
+        raise ApiError(503, "busy", "the store is busy; try again shortly") from None

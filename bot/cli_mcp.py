@@ -1,0 +1,75 @@
+"""`aye mcp`: aye's MCP server over stdio, for an MCP client to start (Claude Code, Cursor,
+Codex…). It acts as the agent whose token is in AYE_AGENT_TOKEN (or, on the machine where
+`aye serve` keeps its token file, the generated agent token), talks to the aye at AYE_URL over
+the HTTP API, and ends when the client closes its stdin. stdout is the protocol's: everything
+else goes to stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import urllib.parse
+
+import aiohttp
+from dotenv import load_dotenv
+from mcp.server.stdio import stdio_server
+
+from ask_api.mcp.remote import RemoteAgent
+from ask_api.mcp.tools import build_server
+from bot import logs
+from bot.surfaces import PLUGINS, register
+from bot.tokens import read_token_file, token_file_path
+from store.urls import DEFAULT_URL
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def run() -> int:
+    """`aye mcp` (the environment already read, .env included): exit 2 with one line on
+    stderr when there is no agent token or AYE_URL is not an http(s) URL."""
+    url = os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        return _fail(f"AYE_URL is not an http(s) URL: {url!r}")
+    token = os.environ.get("AYE_AGENT_TOKEN", "").strip()
+    if not token:
+        path = token_file_path(os.environ.get("AYE_DATABASE_URL", "").strip() or DEFAULT_URL)
+        token = read_token_file(path).get("agent", "")
+        if not token:
+            return _fail(f"no agent token: set AYE_AGENT_TOKEN (or run where `aye serve` "
+                         f"keeps {path})")
+    logs.setup()
+    # The work variants (`work: {"slack": …}`) the tools' schemas offer, as aye serve has them.
+    register(PLUGINS)
+    try:
+        asyncio.run(serve(url, token))
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+async def serve(url: str, token: str) -> None:
+    """Serve MCP on stdin/stdout until stdin closes; a call in flight then is dropped (its ask
+    stays open in aye, for `wait` to pick up later)."""
+    async with aiohttp.ClientSession() as session:
+        agent = RemoteAgent(url, token, session)
+        server = build_server(lambda _ctx: agent)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+def _fail(line: str) -> int:
+    print(f"aye: {line}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main() -> int:
+    # A .env in the working folder (AYE_URL, AYE_AGENT_TOKEN…); the real environment wins.
+    load_dotenv(".env", override=False)
+    return run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
