@@ -72,6 +72,8 @@ async def start_server(
             except aiohttp.ClientError:
                 pass
             if time.monotonic() > deadline:
+                proc.kill()  # never leave a server running behind a failed test
+                proc.wait(timeout=10)
                 raise AssertionError("aye serve did not come up: " + server.output())
             await asyncio.sleep(0.05)
 
