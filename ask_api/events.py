@@ -40,8 +40,15 @@ def shown(caller: Caller, ask: Any) -> dict[str, Any]:
 
 
 def frame(event: Event, caller: Caller) -> bytes:
-    data = json.dumps(shown(caller, event.ask), ensure_ascii=False, separators=(",", ":"))
-    return f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+    """The event as this caller's stream sends it. Every stream that sees one event gets the
+    same bytes per audience (the operator's view, or its agent's), so each is encoded once and
+    kept on the event, which the pump hands to every stream."""
+    found = event.frames.get(caller.is_operator)
+    if found is None:
+        data = json.dumps(shown(caller, event.ask), ensure_ascii=False, separators=(",", ":"))
+        found = f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+        event.frames[caller.is_operator] = found
+    return found
 
 
 async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.StreamResponse:

@@ -34,6 +34,8 @@ class Event:
     id: int
     name: str
     ask: AskRow
+    # What a stream sends for it, per audience (the event stream's encoding, kept once).
+    frames: dict[bool, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(eq=False)
