@@ -663,6 +663,10 @@ ASK_BASE: dict[str, Any] = {
     "escalate_at": None, "escalated_at": None, "idem_key": None, "body_hash": None,
     "sensitive": False, "answer_note": None, "outcome": None, "erased": False,
     "operation": None, "call_input": "null", "call_hash": None, "approval_used_at": None,
+    # Since answer formats, approval policy and callbacks (migrations 0004, 0005, 0007).
+    "format": "choice", "form_schema": "null", "pick_min": None, "pick_max": None,
+    "media": "null", "approvals_needed": None, "approvers": "null", "self_check": None,
+    "remind_at": None, "reminded_at": None, "callback_url": None,
 }
 CREATED_DETAIL = json.dumps({"agent": "default"})
 ANSWERED_DETAIL = json.dumps({"by": "operator:local", "surface": "cli"})
