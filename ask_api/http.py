@@ -114,5 +114,8 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return response
     except web.HTTPException as exc:
         if exc.status >= 400 and request.path.startswith("/v1"):
-            return ApiError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason).response()
+            response = ApiError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason).response()
+            if "Allow" in exc.headers:  # a 405 says which methods the route takes (RFC 9110)
+                response.headers["Allow"] = exc.headers["Allow"]
+            return response
         raise

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from ask_api.events import stream
 from ask_api.http import ApiError, Handler, errors, int_param, parse
+from ask_api.openapi import OpenApi
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
@@ -94,6 +95,7 @@ class AskApi:
         self.gates = gates
         self.tokens = tokens
         self.bodies = bodies()
+        self.openapi = OpenApi(self.bodies)
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -107,6 +109,7 @@ class AskApi:
             web.post("/v1/calls", self.call),
             web.post("/v1/starts", self.start),
             web.get("/v1/events", self.events),
+            web.get("/v1/openapi.json", self.openapi.serve),
         ]
 
     @web.middleware

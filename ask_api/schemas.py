@@ -14,6 +14,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -94,14 +95,22 @@ def _callback_url(value: str | None) -> str | None:
 CallbackUrl = Annotated[StrictStr, Field(min_length=8, max_length=2000)]
 
 
+def _time_text(value: Any) -> Any:
+    """A deadline is ISO 8601 text: pydantic would also read a number (or digits) as Unix
+    seconds, which the API does not promise."""
+    if not isinstance(value, str) or value.strip().lstrip("+-").replace(".", "").isdigit():
+        raise ValueError("must be a time like 2026-12-01T09:00:00Z")
+    return value
+
+
 class AskBodyBase(Body):
     question: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TEXT)]
     options: list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_OPTION)]] | None = Field(
         default=None, min_length=2, max_length=20
     )
     context: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
-    deadline: AwareDatetime | None = None
-    timeout_s: StrictInt | None = None
+    deadline: Annotated[AwareDatetime, BeforeValidator(_time_text)] | None = None
+    timeout_s: Annotated[StrictInt, Field(ge=1, le=31536000)] | None = None
     work: WorkBase | None = None  # the registered variants: see bodies()
     key: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     sensitive: StrictBool = False
@@ -274,6 +283,10 @@ def words(error: Any) -> str:
         return "must not be empty" if low == 1 else f"must be at least {low} characters"
     if kind == "string_too_long":
         return f"must be at most {ctx.get('max_length')} characters"
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"must be at least {ctx.get('ge', ctx.get('gt'))}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"must be at most {ctx.get('le', ctx.get('lt'))}"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}"
     return str(error["msg"]).removeprefix("Value error, ")

@@ -29,7 +29,7 @@ class SlackWork(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     channel: Annotated[StrictStr, Field(pattern=r"^[CGD][A-Z0-9]{2,30}$")]
-    thread_ts: Annotated[StrictStr, Field(pattern=r"^\d{1,12}\.\d{1,8}$")]
+    thread_ts: Annotated[StrictStr, Field(pattern=r"^[0-9]{1,12}\.[0-9]{1,8}$")]
 
 
 class SlackSection(BaseModel):

@@ -1,0 +1,314 @@
+"""`GET /v1/openapi.json`: an OpenAPI 3.1 document of the `/v1` API.
+
+Its schemas are generated from the pydantic models that validate the requests
+(ask_api/schemas.py, with `work` made of the registered surfaces' variants) and from those that
+describe the responses (ask_api/responses.py); nothing here restates a field. The query
+parameters are built from the bounds the routes enforce (ask_api/routes.py). The document is
+built on its first request and kept for the life of the app.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from ask_api import responses as shown
+from ask_api.schemas import AnswerBody, Bodies, WaitBody
+from bot.core import events, rules
+
+OPENAPI = "3.1.0"
+PATH = "/v1/openapi.json"
+REF = "#/components/schemas/{model}"
+JSON = "application/json"
+# Errors that say when to come back (a Retry-After header, in seconds).
+RETRY_CODES = frozenset({"busy", "too_many_open_asks", "rate_limited"})
+Codes = Mapping[int, tuple[str, ...]]  # each status, and the `error` codes it carries
+COMMON: Codes = {401: ("unauthorized",), 503: ("busy",)}
+# Every route that reads a JSON body can refuse it these ways.
+BODY: Codes = {
+    400: ("malformed_body",), 408: ("body_timeout",), 413: ("body_too_large",),
+    422: ("invalid_field",),
+}
+LIMITED = ("too_many_open_asks", "rate_limited")
+NOT_FOUND: Codes = {404: ("not_found",)}
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=name)}
+
+
+def json_content(schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"content": {JSON: {"schema": schema, **extra}}}
+
+
+def error_schema(codes: tuple[str, ...]) -> dict[str, Any]:
+    """The error body, with `error` one of `codes`."""
+    return {"allOf": [ref("Error"), {"properties": {"error": {"enum": list(codes)}}}]}
+
+
+def errors(codes: Codes) -> dict[str, Any]:
+    """The error responses: for each status, the `error` codes it carries."""
+    out: dict[str, Any] = {}
+    for status, names in sorted(codes.items()):
+        said = ", ".join(f"`{name}`" for name in names)
+        response: dict[str, Any] = {
+            "description": f"{HTTPStatus(status).phrase}: {said}",
+            **json_content(error_schema(names)),
+        }
+        if RETRY_CODES.intersection(names):
+            response["headers"] = {"Retry-After": {
+                "description": "seconds to wait before trying again",
+                "required": RETRY_CODES.issuperset(names),
+                "schema": {"type": "integer", "minimum": 1},
+            }}
+        out[str(status)] = response
+    return out
+
+
+def ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": description, **json_content(schema)}}
+
+
+def either_ask() -> dict[str, Any]:
+    """The ask in the caller's view: an agent's (its own), or the operator's (any)."""
+    return {"anyOf": [ref("AgentAsk"), ref("OperatorAsk")]}
+
+
+def body(model: str, examples: dict[str, Any]) -> dict[str, Any]:
+    named = {name: {"value": value} for name, value in examples.items()}
+    return {"required": True, **json_content(ref(model), examples=named)}
+
+
+def operation(
+    op_id: str, summary: str, description: str, responses: dict[str, Any], **more: Any
+) -> dict[str, Any]:
+    return {"operationId": op_id, "summary": summary, "description": description,
+            "responses": responses, **more}
+
+
+def parameters() -> dict[str, dict[str, Any]]:
+    """The query and path parameters, bounded as the routes check them."""
+    # Imported here: routes.py imports this module to serve the document.
+    from ask_api import routes
+
+    def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {"name": name, "in": "query", "required": False, "schema": schema,
+                "description": description}
+
+    digits = "ASCII digits only (not `+5`, ` 5`, `1.5`)"
+    return {
+        "id": {"name": "id", "in": "path", "required": True,
+               "schema": {"type": "string", "minLength": 1},
+               "description": "the ask's id or its ref (`q7`, any case)"},
+        "timeout": query("timeout", {"type": "integer", "minimum": 0,
+                                     "maximum": routes.MAX_WAIT_S,
+                                     "default": routes.DEFAULT_WAIT_S},
+                         f"seconds to park at most; {digits}"),
+        "status": query("status", {"type": "string", "enum": ["", *rules.STATUSES]},
+                        "only asks of this status; absent or empty: every status"),
+        "limit": query("limit", {"type": "integer", "minimum": 1, "maximum": routes.MAX_LIMIT,
+                                 "default": routes.DEFAULT_LIMIT}, f"asks a page; {digits}"),
+        "cursor": query("cursor", {"type": "string", "pattern": "^[0-9]*$", "maxLength": 20},
+                        "the previous page's `next_cursor`; absent or empty: the first page"),
+        "last_event_id": query("last_event_id", {"type": "string"},
+                               "resume after this event id (for clients that cannot set "
+                               "Last-Event-ID); anything else starts with what comes next"),
+        "Last-Event-ID": {"name": "Last-Event-ID", "in": "header", "required": False,
+                          "schema": {"type": "string"},
+                          "description": "resume after this event id, from the store"},
+    }
+
+
+def links(pointer: str) -> dict[str, Any]:
+    """Where a new ask's id leads (OpenAPI links: what clients and fuzzers follow)."""
+    param = {"id": f"$response.body#{pointer}"}
+    return {name: {"operationId": op, "parameters": param} for name, op in (
+        ("GetAsk", "getAsk"), ("WaitAsk", "waitAsk"), ("WithdrawAsk", "withdrawAsk"),
+        ("AnswerAsk", "answerAsk"),
+    )}
+
+
+ASK_EXAMPLES = {
+    "choice": {"question": "Ship the 1.4.2 release tonight?", "options": ["yes", "no", "wait for QA"],
+               "context": "CI is green; QA signed off on 1.4.1 only.", "timeout_s": 7200,
+               "key": "release-1.4.2"},
+    "confirm": {"question": "Rotate the staging keys?", "format": "confirm",
+                "work": {"github": {"repo": "octo/app", "number": 42}}},
+    "form": {"question": "How many nodes?", "format": "form", "schema": {
+        "type": "object", "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 10}},
+        "required": ["count"]}},
+}
+CALL_EXAMPLES = {"deploy": {
+    "operation": "deploy.prod", "input": {"version": "1.4.2"},
+    "work": {"slack": {"channel": "C0123ABCD", "thread_ts": "1700000000.000100"}}}}
+START_EXAMPLES = {"issue": {
+    "work": {"github": {"repo": "octo/app", "number": 7, "type": "issue"}},
+    "title": "Fix the login bug", "links": ["https://github.com/octo/app/issues/7"],
+    "trigger": "labelled agent:triage"}}
+ANSWER_EXAMPLES = {"text": {"answer": "yes", "note": "cap it at $50"}, "option": {"answer": 2}}
+WAIT_EXAMPLES = {"any": {"ids": ["q1", "a2"], "until": "any", "timeout": 0}}
+
+
+def ask_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`/v1/asks` and `/v1/asks/wait`: ask, list, park on several."""
+    create = operation(
+        "createAsk", "Ask a question", "Agent token only. A repeat of a `key` with the same "
+        "body returns the ask as it stands (200), posted once.",
+        {"201": {"description": "a new ask", **json_content(ref("AgentAsk")), "links": links("/id")},
+         **ok("the ask made before with this `key` and body, as it stands", ref("AgentAsk")),
+         **errors({**COMMON, **BODY, 403: ("agents_only",), 409: ("key_reused",),
+                   422: ("invalid_field", "no_reachable_responder"), 429: LIMITED})},
+        requestBody=body("AskBody", ASK_EXAMPLES), tags=["asks"],
+    )
+    listed = operation(
+        "listAsks", "List asks, newest first",
+        "An agent sees its own asks (agent view), the operator all (operator view). A read.",
+        {**ok("a page of asks", ref("AskPage")), **errors({**COMMON, 422: ("invalid_field",)})},
+        parameters=[p["status"], p["limit"], p["cursor"]], tags=["asks"],
+    )
+    wait_many = operation(
+        "waitAsks", "Park on several asks",
+        "Returns once all (or any) are closed, or after `timeout`, in the order asked.",
+        {**ok("the asks, in the order asked", ref("AskList")),
+         **errors({**COMMON, **BODY, **NOT_FOUND})},
+        requestBody=body("WaitBody", WAIT_EXAMPLES), tags=["asks"],
+    )
+    return {"/v1/asks": {"post": create, "get": listed}, "/v1/asks/wait": {"post": wait_many}}
+
+
+def one_ask_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`/v1/asks/{id}…`: read, park on, withdraw and answer one ask."""
+    found = {**COMMON, **NOT_FOUND}
+    read = ok("the ask in the caller's view", either_ask())
+    get = operation("getAsk", "One ask", "A read: a sensitive answer shown is erased.",
+                    {**read, **errors(found)}, tags=["asks"])
+    wait = operation(
+        "waitAsk", "Park until the ask closes",
+        "Returns once the ask is no longer open, or after `timeout` with it still open.",
+        {**read, **errors({**found, 422: ("invalid_field",)})},
+        parameters=[p["timeout"]], tags=["asks"],
+    )
+    withdraw = operation("withdrawAsk", "Withdraw an open ask", "The agent that asked, or "
+                         "the operator.", {**read, **errors({**found, 409: ("closed",)})},
+                         tags=["asks"])
+    answer = operation(
+        "answerAsk", "The operator answers", "Operator token only; answers as `operator:local`. "
+        "A refused answer is recorded in the ask's history.",
+        {**ok("the answer was taken", ref("Taken")), **errors({
+            **found, **BODY, 403: ("operator_only", "not_a_responder", "self_approval"),
+            409: ("closed", "already_approved"), 422: ("invalid_field", "invalid_answer"),
+            503: ("busy", "author_unknown")})},
+        requestBody=body("AnswerBody", ANSWER_EXAMPLES), tags=["asks"],
+    )
+    return {
+        "/v1/asks/{id}": {"parameters": [p["id"]], "get": get, "delete": withdraw},
+        "/v1/asks/{id}/wait": {"parameters": [p["id"]], "get": wait},
+        "/v1/asks/{id}/answer": {"parameters": [p["id"]], "post": answer},
+    }
+
+
+def decisions(op_id: str, summary: str, model: str, refusals: str, examples: dict[str, Any]
+              ) -> dict[str, Any]:
+    """`/v1/calls` and `/v1/starts`: a gate's decision (allow, pending or refuse)."""
+    refused = {"description": f"Forbidden: a refusal ({refusals}), or the error `agents_only`",
+               **json_content({"anyOf": [ref("Refusal"), error_schema(("agents_only",))]})}
+    pending = {"description": "pending: the approval ask to wait on, then call again",
+               **json_content(ref("Pending")), "links": links("/ask/id")}
+    return operation(
+        op_id, summary, "Agent token only.",
+        {**ok("allowed", ref("Allow")), "202": pending, "403": refused,
+         **errors({**COMMON, **BODY, 429: LIMITED})},
+        requestBody=body(model, examples), tags=["gates"],
+    )
+
+
+def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`/v1/events` (Server-Sent Events) and this document."""
+    event = {
+        "type": "object", "required": ["id", "event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]+$"},
+            "event": {"enum": list(events.NAMES)},
+            "data": {"type": "string", "contentMediaType": JSON, "contentSchema": either_ask()},
+            "retry": {"type": "integer"},
+        },
+    }
+    stream = operation(
+        "events", "The event stream",
+        "Server-Sent Events of the caller's asks, each `data` the ask as the caller sees it "
+        "(the operator's view without `history`; a sensitive value never). Starts with "
+        "`retry: 2000`; a `: keep-alive` comment at least every 15 s. The schema is one event.",
+        {"200": {"description": "the stream", "content": {"text/event-stream": {"schema": event}}},
+         **errors(COMMON)},
+        parameters=[p["last_event_id"], p["Last-Event-ID"]], tags=["events"],
+    )
+    document = operation(
+        "openapi", "This document", "Any valid token.",
+        {**ok("the OpenAPI document", {"type": "object"}), **errors({401: ("unauthorized",)})},
+        tags=["meta"],
+    )
+    return {"/v1/events": {"get": stream}, PATH: {"get": document}}
+
+
+def document(bodies: Bodies) -> dict[str, Any]:
+    """The OpenAPI document of the `/v1` API with these request models."""
+    work = bodies.start.model_fields["work"].annotation  # the Work of the registered surfaces
+    views = shown.responses(work)
+    requests: list[type[BaseModel]] = [bodies.ask, bodies.call, bodies.start, AnswerBody, WaitBody]
+    _, schemas = models_json_schema(
+        [(model, "validation") for model in [*requests, *views.models()]], ref_template=REF
+    )
+    p = parameters()
+    return {
+        "openapi": OPENAPI,
+        "info": {"title": "aye", "version": version(),
+                 "description": "Agents ask people for decisions and approvals; people answer "
+                                "where they already work. See docs/api.md."},
+        "security": [{"bearer": []}],
+        "paths": {
+            **ask_paths(p), **one_ask_paths(p),
+            "/v1/calls": {"post": decisions(
+                "call", "May this gated operation run now?", "CallBody",
+                "`approval_unavailable`, or `approval_refused` repeated", CALL_EXAMPLES)},
+            "/v1/starts": {"post": decisions(
+                "start", "May this agent start on this work?", "StartBody",
+                "`start_refused`, `approval_timed_out`, `approval_unavailable`", START_EXAMPLES)},
+            **stream_paths(p),
+        },
+        "components": {
+            "schemas": schemas["$defs"],
+            "securitySchemes": {"bearer": {
+                "type": "http", "scheme": "bearer",
+                "description": "an agent's token, or the operator token (AYE_OPERATOR_TOKEN)"}},
+        },
+    }
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("aye")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class OpenApi:
+    """Serves the document, built on the first request and kept for the life of the app."""
+
+    def __init__(self, bodies: Bodies) -> None:
+        self.bodies = bodies
+        self._built: bytes | None = None
+
+    def built(self) -> bytes:
+        if self._built is None:
+            self._built = json.dumps(document(self.bodies), ensure_ascii=False).encode()
+        return self._built
+
+    async def serve(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.built(), content_type=JSON)
