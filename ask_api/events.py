@@ -63,6 +63,7 @@ async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.Stream
         await response.prepare(request)
         await response.write(b"retry: 2000\n\n")
         sent = await hub.newest() if resume is None else resume
+        hub.starts_at(sent)
         while resume is not None:  # what it missed, from the store, until caught up
             missed = await hub.backlog(sub, sent)
             for event in missed:

@@ -170,6 +170,16 @@ class RateRow(SQLModel, table=True):
     hits: int = 0
 
 
+class OpenCountRow(SQLModel, table=True):
+    """How many open asks an agent has: kept in the transaction of every create and close, so
+    that `max_open` is one row's lookup, not a count of every open ask."""
+
+    __tablename__ = "open_counts"
+
+    agent: str = Field(max_length=100, primary_key=True)
+    open: int = 0
+
+
 class MetaRow(SQLModel, table=True):
     """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
 

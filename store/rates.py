@@ -3,31 +3,60 @@ every process on one PostgreSQL counts against the same number."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from store.asks import ASKS
 from store.db import Conn
-from store.models import RateRow
+from store.models import OpenCountRow, RateRow
 
 RATES = RateRow.__table__  # type: ignore[attr-defined]
 R = RATES.c
+OPEN = OpenCountRow.__table__  # type: ignore[attr-defined]
+OC = OPEN.c
+
+
+def _hit(insert: Any) -> Any:
+    return (
+        insert(RATES)
+        .values(agent=bindparam("agent"), window=bindparam("window"), hits=1)
+        .on_conflict_do_update(index_elements=[R.agent, R.window], set_={"hits": R.hits + 1})
+        .returning(R.hits)
+    )
+
+
+def _bump(insert: Any) -> Any:
+    return (
+        insert(OPEN)
+        .values(agent=bindparam("agent"), open=bindparam("start"))
+        .on_conflict_do_update(index_elements=[OC.agent],
+                               set_={"open": OC.open + bindparam("delta")})
+        .returning(OC.open)
+    )
+
+
+# Built once per dialect: these run on every create and close.
+HIT = {True: _hit(pg_insert), False: _hit(sqlite_insert)}
+BUMP = {True: _bump(pg_insert), False: _bump(sqlite_insert)}
 
 
 async def hit(conn: Conn, agent: str, window: int, postgres: bool) -> int:
     """One more hit in `agent`'s window; the window's count after it."""
-    insert = pg_insert if postgres else sqlite_insert
-    query = (
-        insert(RATES)
-        .values(agent=agent, window=window, hits=1)
-        .on_conflict_do_update(index_elements=[R.agent, R.window], set_={"hits": R.hits + 1})
-        .returning(R.hits)
-    )
-    return int((await conn.execute(query)).scalar_one())
+    found = await conn.execute(HIT[postgres], {"agent": agent, "window": window})
+    return int(found.scalar_one())
+
+
+async def bump_open(conn: Conn, agent: str, delta: int, postgres: bool) -> int:
+    """`agent`'s open asks, moved by `delta` (+1 on a create, -1 on a close); the count after."""
+    params = {"agent": agent, "start": max(delta, 0), "delta": delta}
+    return int((await conn.execute(BUMP[postgres], params)).scalar_one())
 
 
 async def open_count(conn: Conn, agent: str) -> int:
+    """Counted from the asks themselves (for checks and tests; the limit uses bump_open)."""
     found = await conn.scalar(
         select(func.count()).select_from(ASKS).where(ASKS.c.agent == agent, ASKS.c.status == "open")
     )

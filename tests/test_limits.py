@@ -90,3 +90,24 @@ async def test_the_count_is_the_stores_across_processes(
 def test_limits_are_checked_at_start(monkeypatch: pytest.MonkeyPatch, keys: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         limited(monkeypatch, **keys)
+
+
+async def test_the_open_count_follows_every_close(
+    start_aye: StartAye, database_url: str, manual_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from store import rates
+
+    aye = await start(start_aye, database_url, limited(monkeypatch, max_open=3), manual_clock)
+    asks = [(await create(aye, f"q{i}"))[2] for i in range(3)]
+    await aye.answer(asks[0]["ref"], "done")
+    await aye.client.delete(f"/v1/asks/{asks[1]['id']}", headers=AGENT)
+    resp = await aye.client.post("/v1/asks", json={"question": "soon", "timeout_s": 60}, headers=AGENT)
+    assert resp.status == 201
+    manual_clock.advance(61)
+    await aye.tick()
+    async with aye.asks.store.write() as conn:
+        kept = await rates.bump_open(conn, "lim", 0, aye.asks.store.is_postgres)
+        counted = await rates.open_count(conn, "lim")
+    assert kept == counted == 1
+    assert [(await create(aye, f"r{i}"))[0] for i in range(3)] == [201, 201, 429]

@@ -224,18 +224,17 @@ class Asks:
         limits are checked in that transaction (limits.Limited, nothing written): room for one
         more open ask, and unless `counted` already, one more hit this minute."""
         async with self.store.write() as conn:
-            if agent is not None:
-                if not counted:
-                    await limits.count(conn, agent, values["created_at"], self.store.is_postgres)
-                await limits.room(conn, agent)
+            if agent is not None and not counted:
+                await limits.count(conn, agent, values["created_at"], self.store.is_postgres)
+            await limits.opened(conn, values["agent"], agent, self.store.is_postgres)
             ask = await q.insert(conn, values)
             await q.add_history(conn, ask.seq, values["created_at"], "created", detail)
-            await self.to_outbox(conn, ask, POST)
+            wrote = await self.to_outbox(conn, ask, POST)
             await self.changed(conn, ask, events.CREATED)
         # After the commit: a loop poked before it could look, find nothing, and sleep on.
         if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
             self.clock_poke.set()
-        self.poke_outbox()
+        self.poke_outbox(wrote)
         emit(log, "ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
         return ask
 
@@ -272,7 +271,7 @@ class Asks:
             if won:
                 outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
                 await q.add_history(conn, ask.seq, now, "answered", {**by, **outcome})
-                await self.closed(conn, ask, events.ANSWERED)
+                wrote = await self.closed(conn, ask, events.ANSWERED)
             else:
                 # Another answer committed between our read and this write: it won.
                 late = {"by": str(person), "why": "answered", "surface": surface}
@@ -284,7 +283,7 @@ class Asks:
             emit(log, "ask.late", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface)
             return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
         closed = ask.model_copy(update=values)
-        self.after_close(ask, closed)
+        self.after_close(ask, closed, wrote or follow_up is not None)
         emit(log, "ask.answered", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface,
              outcome=verdict.outcome)
         return AnswerResult(True, None, closed)
@@ -340,20 +339,22 @@ class Asks:
             won = await q.close_if_open(conn, ask.seq, values)
             if won:
                 await q.add_history(conn, ask.seq, now, "withdrawn", {"by": by})
-                await self.closed(conn, ask, events.WITHDRAWN)
+                wrote = await self.closed(conn, ask, events.WITHDRAWN)
         if not won:
             return None
-        self.after_close(ask)
+        self.after_close(ask, wrote=wrote)
         emit(log, "ask.withdrawn", id=ask.id, ref=rules.ref(ask), by=by)
         return await self.by_seq(ask.seq or 0)
 
     # -- what every change does ----------------------------------------------------------
 
-    async def closed(self, conn: Conn, ask: AskRow, event: str) -> None:
-        """In the closing transaction: the surfaces' updates, the event, and other processes'
-        wake-up."""
-        await self.to_outbox(conn, ask, CLOSE)
+    async def closed(self, conn: Conn, ask: AskRow, event: str) -> bool:
+        """In the closing transaction: the surfaces' updates (whether any was written), the
+        open count, the event, and other processes' wake-up."""
+        wrote = await self.to_outbox(conn, ask, CLOSE)
+        await limits.closed(conn, ask.agent, self.store.is_postgres)
         await self.changed(conn, ask, event)
+        return wrote
 
     async def changed(self, conn: Conn, ask: AskRow, event: str) -> None:
         """In the transaction of a change the event stream shows: its event, as the last
@@ -362,25 +363,25 @@ class Asks:
             await q.notify(conn, ask.id)
         await events.record(conn, self.store, ask, event, self.clock.now())
 
-    def after_close(self, ask: AskRow, closed: AskRow | None = None) -> None:
+    def after_close(self, ask: AskRow, closed: AskRow | None = None, wrote: bool = True) -> None:
         self.waiters.wake(ask.id, closed)
-        self.poke_outbox()
+        self.poke_outbox(wrote)
 
-    def poke_outbox(self) -> None:
-        """After a commit that may have written outbox rows (only surfaces make any) or
-        events: the delivery loop and the event streams look."""
+    def poke_outbox(self, wrote: bool = True) -> None:
+        """After a commit that made events and may have written outbox rows (`wrote`): the
+        event streams look, and the delivery loop only when there is something to send."""
         self.events.poke()
-        if self.surfaces:
+        if wrote and self.surfaces:
             self.outbox_poke.set()
 
-    async def to_outbox(self, conn: Conn, ask: AskRow, action: str) -> None:
+    async def to_outbox(self, conn: Conn, ask: AskRow, action: str) -> bool:
+        """Outbox rows for the surfaces that want this action on this ask; whether any."""
         now = self.clock.now()
-        await outbox.add(conn, [
-            {"ask_seq": ask.seq, "surface": name, "action": action, "payload": None,
-             "created_at": now, "due_at": now}
-            for name, surface in self.surfaces.items()
-            if surface.wants(ask, action)
-        ])
+        rows = [{"ask_seq": ask.seq, "surface": name, "action": action, "payload": None,
+                 "created_at": now, "due_at": now}
+                for name, surface in self.surfaces.items() if surface.wants(ask, action)]
+        await outbox.add(conn, rows)
+        return bool(rows)
 
 
 def new_ask_values(

@@ -63,6 +63,7 @@ class EventHub:
         self.last_id = 0
         self._poke = asyncio.Event()
         self._closing = False
+        self._idle = False
 
     def poke(self) -> None:
         self._poke.set()
@@ -108,7 +109,17 @@ class EventHub:
                 await asyncio.sleep(0.5)
                 self._poke.set()
 
+    def starts_at(self, event_id: int) -> None:
+        """A stream's starting point: while nobody listened the pump read nothing, so the
+        first stream's start is where the pump goes on from (nobody needs what is before)."""
+        if self._idle:
+            self._idle = False
+            self.last_id = max(self.last_id, event_id)
+
     async def _pump(self) -> None:
+        if not self.subscribers:  # nobody listens: read nothing (see starts_at)
+            self._idle = True
+            return
         while True:
             async with self.store.read() as conn:
                 rows = await q.after(conn, self.last_id, None, BATCH)

@@ -34,11 +34,18 @@ async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool) -> Non
                       f"more than {agent.asks_per_minute} asks, calls and starts a minute")
 
 
-async def room(conn: Conn, agent: AgentInfo) -> None:
-    """Limited when `agent` already has `max_open` open asks."""
-    if await rates.open_count(conn, agent.name) >= agent.max_open:
+async def opened(conn: Conn, name: str, agent: AgentInfo | None, postgres: bool) -> None:
+    """One more open ask for `name`, in the create's transaction; Limited (rolling it back)
+    when that passes the agent's `max_open`."""
+    now_open = await rates.bump_open(conn, name, 1, postgres)
+    if agent is not None and now_open > agent.max_open:
         raise Limited(TOO_MANY_OPEN, OPEN_RETRY_S,
                       f"{agent.max_open} asks are open already: wait for some to close")
+
+
+async def closed(conn: Conn, name: str, postgres: bool) -> None:
+    """One open ask fewer for `name`, in the closing transaction."""
+    await rates.bump_open(conn, name, -1, postgres)
 
 
 async def forget_old(conn: Conn, now: float) -> None:
