@@ -15,6 +15,11 @@ and no submit button. An image Slack cannot download (a URL in `broken_images`) 
 whole message, as Slack does ("downloading image failed"). A modal submission's ack naming an
 error under a block that is not one of the view's inputs fails `submit_view` (Slack shows the
 person a generic error instead).
+
+Slack's per-channel posting limit (about one chat.postMessage a second in one channel, short
+bursts allowed) is enforced once a test turns it on with `pace_posts(interval, burst=...)`: a post
+to a channel that comes sooner is answered 429 `ratelimited` with `Retry-After`, as Slack does.
+Off by default, so tests that do not look at pacing are not slowed by it.
 """
 
 from __future__ import annotations
@@ -110,6 +115,26 @@ class _Fault:
     error: str
     retry_after: int
     times: int
+
+
+@dataclass
+class _PostPace:
+    """Slack's per-channel limit on chat.postMessage, as a generic cell rate (GCRA): a post
+    may come `interval` after the previous one, or sooner while `burst` allows."""
+
+    interval: float
+    burst: int
+    retry_after: int
+    # channel -> when the next post is due (the theoretical arrival time)
+    due: dict[str, float] = field(default_factory=dict)
+
+    def refuses(self, channel: str, now: float) -> bool:
+        tolerance = (self.burst - 1) * self.interval
+        # A millisecond of float slack: a client that waited exactly `interval` is on time.
+        return now < self.due.get(channel, now) - tolerance - 0.001
+
+    def posted(self, channel: str, now: float) -> None:
+        self.due[channel] = max(self.due.get(channel, now), now) + self.interval
 
 
 @dataclass(eq=False)
@@ -520,6 +545,7 @@ class FakeSlack(LocalServer):
         self._channels: dict[str, list[dict[str, Any]]] = {}
         self._dm_channels: dict[str, str] = {}
         self._faults: dict[str, list[_Fault]] = {}
+        self._post_pace: _PostPace | None = None
         self._tickets: set[str] = set()
         self._connections: list[_Connection] = []
         self._pending_acks: dict[str, tuple[_Connection, asyncio.Future[dict[str, Any]]]] = {}
@@ -710,6 +736,24 @@ class FakeSlack(LocalServer):
             error = "ratelimited" if status == 429 else "internal_error"
         self._faults.setdefault(method, []).append(_Fault(status, error, retry_after, times))
 
+    def pace_posts(self, interval: float = 1.0, *, burst: int = 1, retry_after: int = 1) -> None:
+        """From now on, refuse chat.postMessage to a channel sooner than `interval` after the
+        previous accepted one there (allowing `burst` back to back after a quiet spell): HTTP
+        429 `ratelimited` with `Retry-After: retry_after`, recorded in `calls` like any call.
+        Measured when the fake reads the request; refused posts do not count."""
+        self._post_pace = _PostPace(interval, burst, retry_after)
+
+    def rate_limited(self, method: str = "chat.postMessage") -> list[SlackCall]:
+        """Calls to `method` answered 429 (by `pace_posts` or by `fail_next`)."""
+        return [c for c in self.calls_to(method) if c.status == 429]
+
+    def _post_channel(self, method: str, args: Mapping[str, Any]) -> str | None:
+        """The channel a paced chat.postMessage goes to (a user's DM for a user id)."""
+        if self._post_pace is None or method != "chat.postMessage" or not args.get("channel"):
+            return None
+        channel = str(args["channel"])
+        return self._dm_channel(channel) if channel[0] in "UW" else channel
+
     def _take_fault(self, method: str) -> _Fault | None:
         queue = self._faults.get(method)
         if not queue:
@@ -738,7 +782,14 @@ class FakeSlack(LocalServer):
                 if status == 429:
                     headers["Retry-After"] = str(fault.retry_after)
                 raise _SlackError(fault.error)
+            paced, now = self._post_channel(method, args), time.monotonic()
+            if paced is not None and self._post_pace is not None and self._post_pace.refuses(paced, now):
+                status = 429
+                headers["Retry-After"] = str(self._post_pace.retry_after)
+                raise _SlackError("ratelimited")
             body = {"ok": True, **self._dispatch(method, args, token)}
+            if paced is not None and self._post_pace is not None:
+                self._post_pace.posted(paced, now)
         except _SlackError as e:
             body = {"ok": False, "error": e.error}
             if e.messages:

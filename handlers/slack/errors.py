@@ -11,10 +11,19 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core.logs import emit
+from handlers import retry
 from handlers.slack import replies
 from handlers.slack.answering import tell, where_pressed
 
 log = logging.getLogger("aye.slack")
+
+DEFAULT_RETRY_AFTER_S = 30.0
+
+
+def retry_after(headers: Any, default: float = DEFAULT_RETRY_AFTER_S) -> float:
+    """Seconds from a 429's Retry-After header, or `default` when Slack gave none."""
+    seconds = retry.retry_after(headers)
+    return default if seconds is None else seconds
 
 
 def slack_error(exc: BaseException) -> str | None:

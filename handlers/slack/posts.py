@@ -21,6 +21,7 @@ from bot.core.logs import emit
 from handlers.slack import blocks, media
 from handlers.slack.answering import Where
 from handlers.slack.errors import slack_error
+from handlers.slack.pacing import Turn
 from handlers.slack.plugin import SURFACE
 from store.models import AskRow
 
@@ -64,7 +65,7 @@ class Posts:
 
     # -- the outbox actions ------------------------------------------------------------------
 
-    async def post(self, ask: AskRow) -> None:
+    async def post(self, ask: AskRow, turn: Turn) -> None:
         if ask.status != rules.OPEN:
             return  # closed before it could be shown: there is nothing left to ask
         if await posts.post_location(self.asks, ask, SURFACE) is not None:
@@ -76,7 +77,7 @@ class Posts:
         ref = rules.ref(ask)
         ts = await self._find(target, ask, blocks.ASK_EVENT, ask.created_at)
         if ts is None:
-            ts = await self._send(target, blocks.question_message(ask, ref))
+            ts = await self._send(target, blocks.question_message(ask, ref), turn)
         else:
             emit(log, "slack.adopted", id=ask.id, ref=ref, channel=target.channel, ts=ts)
         location: dict[str, Any] = {"channel": target.channel, "ts": ts}
@@ -117,7 +118,7 @@ class Posts:
             if again is not None:
                 await self._update(ask, channel, again, render(True))
 
-    async def remind(self, ask: AskRow) -> None:
+    async def remind(self, ask: AskRow, turn: Turn) -> None:
         """Once, in the ask's thread: who it still waits for. Nothing for an ask closed since,
         or never shown in Slack; a reminder already posted (a crash before the outbox knew) is
         not posted again."""
@@ -130,10 +131,10 @@ class Posts:
         since = ask.reminded_at or ask.created_at
         if await self._find(thread, ask, blocks.REMINDER_EVENT, since) is not None:
             return
-        await self._send(thread, blocks.reminder_message(ask, rules.ref(ask)))
+        await self._send(thread, blocks.reminder_message(ask, rules.ref(ask)), turn)
         emit(log, "slack.reminded", id=ask.id, ref=rules.ref(ask), channel=thread.channel)
 
-    async def escalate(self, ask: AskRow) -> None:
+    async def escalate(self, ask: AskRow, turn: Turn) -> None:
         if ask.status != rules.OPEN:
             return
         ref = rules.ref(ask)
@@ -150,7 +151,7 @@ class Posts:
         since = ask.escalated_at or ask.created_at
         ts = await self._find(target, ask, blocks.ESCALATION_EVENT, since)
         if ts is None:
-            ts = await self._send(target, blocks.escalation_message(ask, ref))
+            ts = await self._send(target, blocks.escalation_message(ask, ref), turn)
         where = f"{target.channel}/{target.thread_ts or ts} (escalated)"
         new = {"channel": target.channel, "ts": ts, "escalation": True}
         if target.thread_ts:
@@ -160,9 +161,11 @@ class Posts:
 
     # -- Slack calls -------------------------------------------------------------------------
 
-    async def _send(self, target: Where, message: blocks.Message) -> str:
+    async def _send(self, target: Where, message: blocks.Message, turn: Turn) -> str:
+        """Post in the channel's turn (handlers.slack.pacing): each call waits for its slot."""
+
         async def post(shown: list[dict[str, Any]]) -> Any:
-            return await self.poster.chat_postMessage(
+            return await turn.post(lambda: self.poster.chat_postMessage(
                 channel=target.channel,
                 thread_ts=target.thread_ts,
                 text=message.text,
@@ -170,7 +173,7 @@ class Posts:
                 metadata=message.metadata,
                 unfurl_links=False,
                 unfurl_media=False,
-            )
+            ))
 
         sent = await self._pictures_or_links(message, post)
         return str(sent["ts"])

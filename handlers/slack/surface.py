@@ -33,11 +33,10 @@ from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
-from handlers import retry
-from handlers.slack import actions, errors, views
+from handlers.slack import actions, errors, pacing, views
 from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.authors import ThreadAuthors
-from handlers.slack.errors import slack_error
+from handlers.slack.errors import retry_after, slack_error
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
 
@@ -61,10 +60,12 @@ CONNECTION_ERROR_RETRIES = 2
 # A 429 asking to wait longer than this goes back to the outbox (RetryLater) instead of
 # holding a delivery slot and the outbox row's claim while it sleeps.
 MAX_INLINE_RETRY_AFTER_S = 10.0
-DEFAULT_RETRY_AFTER_S = 30.0
 # A refused bot token cannot get better without a restart; look again now and then anyway,
 # as another process with a good token may have delivered meanwhile.
 REFUSED_RETRY_S = 300.0
+# What posts a message (chat.postMessage), paced per channel (handlers.slack.pacing); a close
+# and a quorum's count update one (chat.update), which is not.
+PACED = frozenset({POST, ESCALATE, REMIND})
 
 # Slack errors that no retry can mend: the row becomes a dead letter (see bot.core.surface).
 PERMANENT = frozenset({
@@ -80,12 +81,6 @@ TOKEN_REFUSED_EFFECT = {
     "SLACK_APP_TOKEN": "no Socket Mode: questions are posted but buttons do not answer until "
     "the token is fixed and aye restarted",
 }
-
-
-def retry_after(headers: Any, default: float = DEFAULT_RETRY_AFTER_S) -> float:
-    """Seconds from a 429's Retry-After header, or `default` when Slack gave none."""
-    seconds = retry.retry_after(headers)
-    return default if seconds is None else seconds
 
 
 class ShortRateLimitRetry(AsyncRateLimitErrorRetryHandler):
@@ -104,6 +99,15 @@ class ShortRateLimitRetry(AsyncRateLimitErrorRetryHandler):
         return retry_after(response.headers) <= MAX_INLINE_RETRY_AFTER_S
 
 
+def _row_time(ask: AskRow, action: str) -> float:
+    """When the outbox row for `action` was written: the order a channel's posts keep."""
+    if action == ESCALATE and ask.escalated_at is not None:
+        return ask.escalated_at
+    if action == REMIND and ask.reminded_at is not None:
+        return ask.reminded_at
+    return ask.created_at
+
+
 def _refused(status: str) -> bool:
     return status not in (OK, UNCHECKED, UNREACHABLE)
 
@@ -120,6 +124,7 @@ class SlackSurface:
         self._own_team: str | None = None  # from auth.test: until then nobody may answer
         self._asks = asks
         self._posts: Posts | None = None
+        self._pacer = pacing.Pacer(pacing.DEFAULT_PACE)
         self._authors = ThreadAuthors()
         self._app: AsyncApp | None = None
         self._handler: AsyncSocketModeHandler | None = None
@@ -330,20 +335,31 @@ class SlackSurface:
         if self._posts is None:
             raise RetryLater(FIRST_RETRY_S, "slack is not started")
         try:
-            if action == POST:
-                await self._posts.post(ask)
+            if action in PACED:
+                await self._post(self._posts, ask, action)
             elif action == CLOSE:
                 await self._posts.close(ask)
-            elif action == ESCALATE:
-                await self._posts.escalate(ask)
             elif action == UPDATE:
                 await self._posts.update(ask)
-            elif action == REMIND:
-                await self._posts.remind(ask)
             else:
                 emit(log, "slack.unknown_action", level=logging.WARNING, id=ask.id, action=action)
         except SlackApiError as exc:
             raise self._failed(ask, action, exc) from None
+
+    async def _post(self, posts: Posts, ask: AskRow, action: str) -> None:
+        """A delivery that posts takes its place in its channel's line first, before it looks
+        for an earlier post: the line keeps the order the outbox gave. The ask's channel is
+        where its escalation and reminder go too (its thread); should the default channel
+        change meanwhile, they are paced in the new one's line."""
+        target = posts.target(ask)
+        channel = target.channel if target else None
+        async with self._pacer.turn(channel, (ask.id, action), _row_time(ask, action)) as turn:
+            if action == POST:
+                await posts.post(ask, turn)
+            elif action == ESCALATE:
+                await posts.escalate(ask, turn)
+            else:
+                await posts.remind(ask, turn)
 
     def _failed(self, ask: AskRow, action: str, exc: SlackApiError) -> Exception:
         """What to raise to the delivery loop for a failed Slack call."""
