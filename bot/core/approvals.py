@@ -57,7 +57,7 @@ async def approve(
     emit(log, "ask.approved", id=ask.id, ref=rules.ref(ask), by=str(person),
          count=len(approvers), needed=row.approvals_needed or 1)
     if closed is not None:
-        asks.after_close(ask, closed)
+        asks.after_close(ask, rules.ANSWERED, closed)
         return AnswerResult(True, None, closed)
     return AnswerResult(True, None, row.model_copy(update={"approvers": approvers}))
 

@@ -22,6 +22,7 @@ from bot.core.forms import Misfit
 from bot.core.logs import emit
 from bot.core.responders import OPERATOR, Responder
 from bot.core.surface import CLOSE, POST, Surface
+from bot.core.tally import Tally
 from bot.core.types import (
     AgentInfo,
     AlreadySeen,
@@ -52,6 +53,8 @@ class Asks:
         self.waiters = waiters or Waiters()
         self.events = events.EventHub(store, self.clock)
         self.surfaces: dict[str, Surface] = {}
+        # Told of each change this process commits (the metrics replace it).
+        self.tally = Tally()
         # Set when something new may be due sooner than the loops think.
         self.clock_poke = asyncio.Event()
         self.outbox_poke = asyncio.Event()
@@ -235,6 +238,7 @@ class Asks:
         if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
             self.clock_poke.set()
         self.poke_outbox(wrote)
+        self.tally.created(ask)
         emit(log, "ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
         return ask
 
@@ -283,7 +287,7 @@ class Asks:
             emit(log, "ask.late", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface)
             return AnswerResult(False, "answered", await self.by_seq(ask.seq or 0))
         closed = ask.model_copy(update=values)
-        self.after_close(ask, closed, wrote or follow_up is not None)
+        self.after_close(ask, rules.ANSWERED, closed, wrote or follow_up is not None)
         emit(log, "ask.answered", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface,
              outcome=verdict.outcome)
         return AnswerResult(True, None, closed)
@@ -342,7 +346,7 @@ class Asks:
                 wrote = await self.closed(conn, ask, events.WITHDRAWN)
         if not won:
             return None
-        self.after_close(ask, wrote=wrote)
+        self.after_close(ask, rules.WITHDRAWN, wrote=wrote)
         emit(log, "ask.withdrawn", id=ask.id, ref=rules.ref(ask), by=by)
         return await self.by_seq(ask.seq or 0)
 
@@ -363,8 +367,13 @@ class Asks:
             await q.notify(conn, ask.id)
         await events.record(conn, self.store, ask, event, self.clock.now())
 
-    def after_close(self, ask: AskRow, closed: AskRow | None = None, wrote: bool = True) -> None:
+    def after_close(
+        self, ask: AskRow, status: str, closed: AskRow | None = None, wrote: bool = True
+    ) -> None:
+        """After the commit that closed `ask` with `status`: wake its waiters, count it."""
         self.waiters.wake(ask.id, closed)
+        at = closed.closed_at if closed is not None else None
+        self.tally.closed(ask, status, at if at is not None else self.clock.now())
         self.poke_outbox(wrote)
 
     def poke_outbox(self, wrote: bool = True) -> None:

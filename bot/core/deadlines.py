@@ -53,6 +53,7 @@ async def _remind(asks: Asks, ask: AskRow, now: float) -> int:
             await asks.to_outbox(conn, ask, REMIND)
     if won:
         asks.poke_outbox()
+        asks.tally.fired("remind", now - (ask.remind_at or now))
         emit(log, "ask.reminded", id=ask.id, ref=rules.ref(ask))
     return int(won)
 
@@ -67,6 +68,7 @@ async def _escalate(asks: Asks, ask: AskRow, now: float) -> int:
             await asks.changed(conn, ask, events.ESCALATED)
     if won:
         asks.poke_outbox()
+        asks.tally.fired("escalate", now - (ask.escalate_at or now))
         emit(log, "ask.escalated", id=ask.id, ref=rules.ref(ask))
     return int(won)
 
@@ -80,6 +82,7 @@ async def _expire(asks: Asks, ask: AskRow, now: float) -> int:
             await q.add_history(conn, ask.seq, now, "expired", {})
             await asks.closed(conn, ask, events.EXPIRED)
     if won:
-        asks.after_close(ask)
+        asks.after_close(ask, rules.EXPIRED)
+        asks.tally.fired("expire", now - ask.deadline)
         emit(log, "ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)
     return int(won)
