@@ -62,8 +62,8 @@ def _invalid(exc: ValidationError) -> ApiError:
     return ApiError(422, "invalid_field", f"{field}: {msg}" if field else msg, field)
 
 
-async def read_json(request: web.Request) -> Any:
-    """The body as JSON, refusing more than 64 KiB before reading it all."""
+async def read_body(request: web.Request) -> bytes:
+    """The body's exact bytes, refusing more than 64 KiB before reading it all."""
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise ApiError(413, "body_too_large", "the body is over 64 KiB")
     size, chunks = 0, []
@@ -72,8 +72,18 @@ async def read_json(request: web.Request) -> Any:
         if size > MAX_BODY:
             raise ApiError(413, "body_too_large", "the body is over 64 KiB")
         chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: web.Request) -> Any:
+    """The body as JSON, refusing more than 64 KiB before reading it all."""
+    return json_of(await read_body(request))
+
+
+def json_of(raw: bytes) -> Any:
+    """`raw` as JSON (an empty body is null); 400 `malformed_body` otherwise."""
     try:
-        return loads(b"".join(chunks) or b"null")
+        return loads(raw or b"null")
     except TooDeep:
         raise ApiError(400, "malformed_body", "the body is nested deeper than 64 levels") from None
     except (ValueError, UnicodeDecodeError):
@@ -108,7 +118,9 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
     except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):
         # The store is overloaded or away: say so and when to come back, not a bare 500.
-        log.warning("store busy path=%s", request.path)
+        # The route's pattern, never the path: a path can hold an external ask's ticket.
+        resource = request.match_info.route.resource
+        log.warning("store busy route=%s", resource.canonical if resource else "(no route)")
         response = ApiError(503, "busy", "the store is busy; try again shortly").response()
         response.headers["Retry-After"] = "1"
         return response

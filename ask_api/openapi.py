@@ -120,6 +120,9 @@ def parameters() -> dict[str, dict[str, Any]]:
         "last_event_id": query("last_event_id", {"type": "string"},
                                "resume after this event id (for clients that cannot set "
                                "Last-Event-ID); anything else starts with what comes next"),
+        "ticket": {"name": "ticket", "in": "path", "required": True,
+                   "schema": {"type": "string", "minLength": 1},
+                   "description": "the ticket of an external ask's `answer_url`"},
         "Last-Event-ID": {"name": "Last-Event-ID", "in": "header", "required": False,
                           "schema": {"type": "string"},
                           "description": "resume after this event id, from the store"},
@@ -164,7 +167,7 @@ def ask_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
         {"201": {"description": "a new ask", **json_content(ref("AgentAsk")), "links": links("/id")},
          **ok("the ask made before with this `key` and body, as it stands", ref("AgentAsk")),
          **errors({**COMMON, **BODY, 403: ("agents_only",), 409: ("key_reused",),
-                   422: ("invalid_field", "no_reachable_responder"), 429: LIMITED})},
+                   422: ("invalid_field", "no_reachable_responder", "no_public_url"), 429: LIMITED})},
         requestBody=body("AskBody", ASK_EXAMPLES), tags=["asks"],
     )
     listed = operation(
@@ -257,6 +260,22 @@ def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"/v1/events": {"get": stream}, PATH: {"get": document}}
 
 
+def door_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """`/v1/external/{ticket}`: an outside system answers an external ask."""
+    deliver = operation(
+        "deliverExternal", "An outside system answers an external ask",
+        "No bearer token: the verifier's signature header (and timestamp header, where it has "
+        "one) over the exact body. The body is the payload, checked against the ask's schema.",
+        {**ok("taken, or the accepted delivery again", ref("Delivered")), **errors({
+            400: ("malformed_body", "invalid_payload"), 401: ("bad_signature",),
+            404: ("not_found",), 408: ("body_timeout",), 413: ("body_too_large",),
+            429: ("rate_limited",), 503: ("busy",)})},
+        parameters=[p["ticket"]], security=[], tags=["external"],
+        requestBody={"required": True, **json_content({})},
+    )
+    return {"/v1/external/{ticket}": {"post": deliver}}
+
+
 def document(bodies: Bodies) -> dict[str, Any]:
     """The OpenAPI document of the `/v1` API with these request models."""
     work = bodies.start.model_fields["work"].annotation  # the Work of the registered surfaces
@@ -280,7 +299,7 @@ def document(bodies: Bodies) -> dict[str, Any]:
             "/v1/starts": {"post": decisions(
                 "start", "May this agent start on this work?", "StartBody",
                 "`start_refused`, `approval_timed_out`, `approval_unavailable`", START_EXAMPLES)},
-            **stream_paths(p),
+            **stream_paths(p), **door_paths(p),
         },
         "components": {
             "schemas": schemas["$defs"],

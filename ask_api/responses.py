@@ -19,7 +19,7 @@ TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3
 Time = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time", "pattern": TIME_PATTERN})]
 AskId = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$", description="32 lowercase hex characters")]
 Ref = Annotated[str, Field(pattern=r"^[qa][0-9a-z]{1,13}$", description="`q7`, `a1z`: for people")]
-Format = Literal["text", "choice", "multi", "confirm", "ack", "form"]
+Format = Literal["text", "choice", "multi", "confirm", "ack", "form", "external"]
 Status = Literal["open", "answered", "expired", "withdrawn"]
 Outcome = Literal["approved", "approval_refused", "approval_timed_out"]
 HistoryEvent = Literal[
@@ -90,6 +90,8 @@ class AgentAskBase(Shown):
     max: int = sometimes("a multi's most picks")
     media: list[Medium] = sometimes()
     callback_url: str = sometimes()
+    verifier: str = sometimes("an external ask's verifier")
+    answer_url: str = sometimes("an external ask's door, in the 201 that made it only")
     operation: str | None = sometimes("an approval's gated operation")
     input: Any = sometimes("an approval's call input, whole")
     outcome: Outcome | None = sometimes("a closed approval's outcome (null when withdrawn)")
@@ -146,6 +148,8 @@ class OperatorFields(Shown):
     remind_at: Time | None = sometimes()
     reminded_at: Time | None = sometimes()
     remembered_until: Time = sometimes()
+    ticket: Literal["waiting", "used", "dead"] = sometimes(
+        "an external ask's ticket: its door open, used by the answer, or closed unused")
     history: list[HistoryEntry] = sometimes("every event, oldest first (not in the event stream)")
 
 
@@ -171,6 +175,12 @@ class Refusal(Shown):
     approval: AskId = sometimes("the approval ask that decided it")
 
 
+class Delivered(Shown):
+    """200 from an external ask's door."""
+
+    outcome: Literal["taken", "already_answered"]
+
+
 class Taken(Shown):
     """200 from the operator's answer."""
 
@@ -192,7 +202,7 @@ class Responses:
 
     def models(self) -> list[type[BaseModel]]:
         return [self.agent_ask, self.operator_ask, self.page, self.asks, Allow, self.pending,
-                Refusal, Taken, Error]
+                Refusal, Taken, Delivered, Error]
 
 
 def responses(work: Any) -> Responses:

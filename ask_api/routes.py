@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from ask_api.events import stream
+from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
 from ask_api.openapi import OpenApi
 from ask_api.schemas import (
@@ -22,7 +23,7 @@ from ask_api.schemas import (
 )
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
-from bot.core import rules, starts
+from bot.core import external, formats, rules, starts
 from bot.core.asks import Asks
 from bot.core.config import MAX_TIMEOUT_S, gate_for
 from bot.core.gates import Gates
@@ -86,11 +87,13 @@ def decided(decision: CallDecision) -> web.Response:
 class AskApi:
     def __init__(
         self, asks: Asks, gates: Gates, tokens: TokenBook,
-        session_ok: Callable[[web.Request], bool] | None = None,
+        session_ok: Callable[[web.Request], bool] | None = None, public_url: str | None = None,
     ) -> None:
         """`session_ok` says whether a request carries the web inbox's operator session,
-        which `GET /v1/events` takes as the operator (the inbox's page subscribes with it)."""
+        which `GET /v1/events` takes as the operator (the inbox's page subscribes with it).
+        `public_url` (AYE_PUBLIC_URL): where outside systems reach external asks' doors."""
         self.session_ok = session_ok
+        self.public_url = public_url.rstrip("/") if public_url else None
         self.asks = asks
         self.gates = gates
         self.tokens = tokens
@@ -114,8 +117,8 @@ class AskApi:
 
     @web.middleware
     async def auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not request.path.startswith("/v1/"):
-            return await handler(request)
+        if not request.path.startswith("/v1/") or request.path.startswith(DOOR):
+            return await handler(request)  # an external ask's door: signed, not a bearer
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
         usable = scheme.lower() == "bearer" and not SURROGATE.search(token)
@@ -160,6 +163,30 @@ class AskApi:
                else "is not under this agent's callback_urls")
         raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
 
+    def _deadline(self, given: Any) -> float | None:
+        """An ask's deadline as epoch seconds: in the future, at most 8760h ahead (422 else)."""
+        if given is None:
+            return None
+        now, deadline = self.asks.clock.now(), parse_time(given)
+        if deadline <= now:
+            raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
+        if deadline > now + MAX_TIMEOUT_S:
+            raise ApiError(422, "invalid_field", "deadline: at most 8760h ahead", "deadline")
+        return deadline
+
+    def _door(self, caller: Caller, verifier: str) -> tuple[str, str]:
+        """A new ticket for an external ask's door (and its hash), once the agent may name
+        `verifier` and outside systems can reach aye: 422 otherwise."""
+        if caller.agent is None or verifier not in caller.agent.verifiers:
+            raise ApiError(422, "invalid_field",
+                           f"verifier: {verifier!r} is not one of this agent's verifiers",
+                           "verifier")
+        if not (self.public_url or "").startswith("https://"):
+            raise ApiError(422, "no_public_url",
+                           "external asks need AYE_PUBLIC_URL, the https:// origin outside "
+                           "systems reach aye at")
+        return external.new_ticket()
+
     def _remembers(self, ask: Any) -> float | None:
         """How long the gate of an approval's operation remembers its refusal, now."""
         gate = gate_for(self.gates.gates, ask.operation, ask.agent) if ask.operation else None
@@ -181,16 +208,7 @@ class AskApi:
     async def create(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
         body, raw = await parse(request, self.bodies.ask)
-        now = self.asks.clock.now()
-        deadline = None
-        if body.deadline is not None:
-            deadline = parse_time(body.deadline)
-            if deadline <= now:
-                raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
-            if deadline > now + MAX_TIMEOUT_S:
-                raise ApiError(
-                    422, "invalid_field", "deadline: at most 8760h ahead", "deadline"
-                )
+        deadline = self._deadline(body.deadline)
         if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
             raise ApiError(
                 422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
@@ -200,6 +218,9 @@ class AskApi:
             fmt = check_format(body)
         except FormatProblem as problem:
             raise ApiError(422, "invalid_field", str(problem), problem.field) from None
+        ticket, ticket_hash = (
+            self._door(caller, body.verifier or "") if fmt == formats.EXTERNAL else (None, None)
+        )
         new = NewAsk(
             question=body.question, options=body.options, context=body.context,
             deadline=deadline, timeout_s=body.timeout_s,
@@ -207,7 +228,8 @@ class AskApi:
             sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
             pick_min=body.min, pick_max=body.max,
             media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
-            callback_url=body.callback_url,
+            callback_url=body.callback_url, verifier=body.verifier,
+            ticket_hash=ticket_hash,
         )
         assert caller.agent is not None
         try:
@@ -222,7 +244,10 @@ class AskApi:
                 "none of this question's responders can be reached on a running surface",
             ) from None
         if created:
-            return web.json_response(ask_view(ask), status=201)
+            view = ask_view(ask)
+            if ticket is not None:  # the only time the ticket is shown: the store has its hash
+                view["answer_url"] = f"{self.public_url}{DOOR}{ticket}"
+            return web.json_response(view, status=201)
         # The earlier ask, as it stands: a read like any other (a sensitive answer is erased).
         return web.json_response(await self._view(caller, ask))
 
@@ -298,6 +323,9 @@ class AskApi:
             raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
+        if ask.verifier is not None:
+            raise ApiError(403, "not_a_responder", f"refused: only {ask.verifier} answers this "
+                           "ask, through its signed door; withdraw it instead")
         result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
         if result.taken:
             return web.json_response(taken(ask, result.ask))

@@ -26,7 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from bot.core import formats, forms, kinds
+from bot.core import formats, forms, kinds, payloads
+from bot.core.kinds import VERIFIER_NAME
 
 MAX_TEXT = 3000
 MAX_OPTION = 75
@@ -114,12 +115,14 @@ class AskBodyBase(Body):
     work: WorkBase | None = None  # the registered variants: see bodies()
     key: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     sensitive: StrictBool = False
-    format: Literal["text", "choice", "multi", "confirm", "ack", "form"] | None = None
+    format: Literal["text", "choice", "multi", "confirm", "ack", "form", "external"] | None = None
     form_schema: dict[str, Any] | None = Field(default=None, alias="schema")
     min: StrictInt | None = None
     max: StrictInt | None = None
     media: list[Media] | None = Field(default=None, max_length=5)
     callback_url: CallbackUrl | None = None
+    # An external ask's verifier: one of the operator's [[verifiers]] this agent may name.
+    verifier: Annotated[StrictStr, Field(pattern=VERIFIER_NAME.pattern)] | None = None
 
     _question = field_validator("question")(_not_blank)
     _callback = field_validator("callback_url")(_callback_url)
@@ -164,7 +167,11 @@ def check_format(body: AskBodyBase) -> str:
         raise FormatProblem("options", f"a {fmt} ask needs 2 to 20 options")
     if not picks and body.options is not None:
         raise FormatProblem("options", f"a {fmt} ask takes no options")
-    if fmt == formats.FORM:
+    if fmt != formats.EXTERNAL and body.verifier is not None:
+        raise FormatProblem("verifier", 'only an external ask (format "external") takes a verifier')
+    if fmt == formats.EXTERNAL:
+        _external(body)
+    elif fmt == formats.FORM:
         if body.form_schema is None:
             raise FormatProblem("schema", "a form needs a schema")
         try:
@@ -187,6 +194,19 @@ def check_format(body: AskBodyBase) -> str:
     if low > high:
         raise FormatProblem("min", "must not be above max")
     return fmt
+
+
+def _external(body: AskBodyBase) -> None:
+    """An external ask names its verifier (no door opens without one) and the payload's
+    schema, which may be any JSON Schema."""
+    if body.verifier is None:
+        raise FormatProblem("verifier", "an external ask needs the verifier its door checks")
+    if body.form_schema is None:
+        raise FormatProblem("schema", "an external ask needs the schema of the payload it waits for")
+    try:
+        payloads.check(body.form_schema)
+    except forms.SchemaProblem as problem:
+        raise FormatProblem(problem.field, problem.words) from None
 
 
 class AnswerBody(Body):

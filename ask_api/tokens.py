@@ -40,6 +40,8 @@ class AgentEntry(Protocol):
     def max_open(self) -> int: ...
     @property
     def asks_per_minute(self) -> int: ...
+    @property
+    def verifiers(self) -> list[str]: ...
     def token(self) -> str: ...
 
 
@@ -63,7 +65,7 @@ class TokenBook:
                 (a.token(), AgentInfo(
                     a.name, list(a.responders) if a.responders else None,
                     tuple(a.callback_urls), a.callback_secret_env is not None,
-                    a.max_open, a.asks_per_minute,
+                    a.max_open, a.asks_per_minute, tuple(a.verifiers),
                 ))
                 for a in config.agents
             ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import formats, rules
+from bot.core import external, formats, rules
 from bot.core.config import START
 from store.models import AskRow
 
@@ -71,7 +71,8 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
         "answer": _answer(ask, operator=False),
     }
     for key, value in (("schema", ask.form_schema), ("min", ask.pick_min), ("max", ask.pick_max),
-                       ("media", ask.media), ("callback_url", ask.callback_url)):
+                       ("media", ask.media), ("callback_url", ask.callback_url),
+                       ("verifier", ask.verifier)):
         if value is not None:
             view[key] = value
     if ask.kind == rules.APPROVAL:
@@ -108,6 +109,8 @@ def operator_view(
         view["approvals"] = {"needed": ask.approvals_needed, "approvers": list(ask.approvers or [])}
     if ask.self_check:
         view["prevent_self_approval"] = True
+    if (state := external.ticket_state(ask)) is not None:
+        view["ticket"] = state  # never the ticket itself
     if ask.remind_at is not None:
         view["remind_at"], view["reminded_at"] = iso(ask.remind_at), iso(ask.reminded_at)
     if remembered_for and ask.outcome == rules.APPROVAL_REFUSED and ask.closed_at is not None:

@@ -17,6 +17,7 @@ from dotenv import load_dotenv
 
 from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks, Target
+from ask_api.external import Door
 from ask_api.mcp.http import setup as setup_mcp
 from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
@@ -66,11 +67,13 @@ def create_app(
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
     asks.add_surface(Callbacks(asks, callback_targets(config)))
     gates = Gates(asks, config.gates)
-    api = AskApi(asks, gates, tokens, session_ok=operator_session)
+    api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url)
+    door = Door(asks, {v.name: v.build() for v in config.verifiers})
     app = web.Application(middlewares=[access_log, errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())
+    app.add_routes(door.routes())
     app.add_routes([web.get("/healthz", healthz)])
     for surface in asks.surfaces.values():
         app.add_routes(surface.routes())

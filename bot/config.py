@@ -13,11 +13,30 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
-from bot.core.config import Defaults, Gate, ResponderField, Strict, gate_for, key_path
+from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
+from bot.core.config import (
+    Defaults,
+    Duration,
+    Gate,
+    ResponderField,
+    Strict,
+    gate_for,
+    key_path,
+)
+from bot.core.kinds import VERIFIER_NAME
 from bot.core.surface import SurfacePlugin
 from bot.surfaces import PLUGINS
+
+HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
 
 class ConfigError(Exception):
@@ -34,6 +53,8 @@ class Agent(Strict):
     callback_urls: list[str] = Field(default_factory=list)
     max_open: int = Field(default=500, ge=1, le=1_000_000)
     asks_per_minute: int = Field(default=120, ge=1, le=1_000_000)
+    # The [[verifiers]] its external asks may name (none by default).
+    verifiers: list[str] = Field(default_factory=list)
 
     @field_validator("token_env")
     @classmethod
@@ -65,12 +86,68 @@ class Agent(Strict):
         return os.environ[self.token_env]
 
 
+def _secret_env(value: str) -> str:
+    if not os.environ.get(value):
+        raise ValueError(f"environment variable {value} is not set")
+    return value
+
+
+class VerifierConfig(Strict):
+    """An outside system that answers external asks: its shared secret (from the environment),
+    the header its signature comes in, the scheme (ask_api/verifiers.py), and optionally a
+    signed timestamp header and how old a delivery may be."""
+
+    name: str = Field(pattern=VERIFIER_NAME.pattern)
+    secret_env: str = Field(min_length=1)
+    header: str = Field(pattern=HEADER_NAME)
+    scheme: str
+    tolerance: Duration | None = None
+    timestamp_header: str | None = Field(default=None, pattern=HEADER_NAME)
+
+    _secret = field_validator("secret_env")(_secret_env)
+
+    @field_validator("scheme")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in SCHEMES:
+            raise ValueError(f"{value!r} is not a known scheme: {', '.join(sorted(SCHEMES))}")
+        return value
+
+    @model_validator(mode="after")
+    def _tolerance_needs_a_timestamp(self) -> VerifierConfig:
+        if self.tolerance is not None and self.timestamp_header is None:
+            raise ValueError("tolerance needs timestamp_header (the header the signed time is in)")
+        if self.tolerance is not None and not 0 < self.tolerance <= 86400:
+            raise ValueError("tolerance must be more than 0s and at most 24h")
+        return self
+
+    def build(self) -> Verifier:
+        return Verifier(
+            self.name, os.environ[self.secret_env].encode(), self.header, SCHEMES[self.scheme],
+            self.timestamp_header, self.tolerance or DEFAULT_TOLERANCE_S,
+        )
+
+
 class AyeConfig(Strict):
     """The sections every aye has; `Config` adds the surfaces' own."""
 
     defaults: Defaults = Field(default_factory=Defaults)
     agents: list[Agent] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)
+    verifiers: list[VerifierConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _verifiers_known(self) -> AyeConfig:
+        names = [v.name for v in self.verifiers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"verifier names must be unique: {', '.join(dup)}")
+        for agent in self.agents:
+            unknown = [n for n in agent.verifiers if n not in names]
+            if unknown:
+                raise ValueError(f"agent {agent.name}: verifiers names {unknown[0]!r}, "
+                                 "which no [[verifiers]] entry defines")
+        return self
 
     @field_validator("agents")
     @classmethod

@@ -67,6 +67,10 @@ async def by_id(conn: Conn, ask_id: str, agent: str | None = None) -> AskRow | N
     return await _one(conn, query)
 
 
+async def by_ticket(conn: Conn, ticket_hash: str) -> AskRow | None:
+    return await _one(conn, select(ASKS).where(A.ticket_hash == ticket_hash))
+
+
 async def by_key(conn: Conn, agent: str, key: str) -> AskRow | None:
     return await _one(conn, select(ASKS).where(A.agent == agent, A.idem_key == key))
 

@@ -35,6 +35,7 @@ class AskRow(SQLModel, table=True):
             postgresql_where=text("status = 'open'"),
         ),
         Index("ix_asks_call_approved", "call_hash", "approval_used_at"),
+        Index("ix_asks_ticket", "ticket_hash", unique=True),
     )
 
     seq: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
@@ -85,6 +86,11 @@ class AskRow(SQLModel, table=True):
     reminded_at: float | None = None
     # Where the agent is called back when the ask closes (ask_api/callbacks.py).
     callback_url: str | None = Field(default=None, sa_column=Column(Text))
+    # An external ask (bot/core/external.py): the verifier its door checks, the SHA-256 of its
+    # ticket (the ticket itself is never stored), and the digest of the delivery that answered.
+    verifier: str | None = Field(default=None, max_length=100)
+    ticket_hash: str | None = Field(default=None, max_length=64)
+    delivery_digest: str | None = Field(default=None, max_length=64)
 
 
 class HistoryRow(SQLModel, table=True):

@@ -57,7 +57,7 @@ class Checked:
         ident = kw.pop("id", None)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         resp = await self.aye.client.request(
-            method, route.format(id=ident), headers=headers, data=raw, **kw)
+            method, route.format(id=ident, ticket=ident), headers=headers, data=raw, **kw)
         data = await resp.json()
         assert resp.status == status, data
         response = self.document["paths"][route][method.lower()]["responses"][str(status)]
@@ -147,8 +147,8 @@ async def test_every_route_refuses_alike(api: Checked) -> None:
             if method == "parameters":
                 continue
             await api(method.upper(), route, 401, token=None, id="q1")
-            if "requestBody" not in spec:
-                continue
+            if "requestBody" not in spec or spec.get("security") == []:
+                continue  # an external ask's door checks its signature before its body
             token = OPERATOR_TOKEN if route.endswith("/answer") else AGENT
             for status, raw in ((400, b"[1"), (413, b"[" + b"0," * 40_000 + b"0]"),
                                 (422, b'{"unknown": 1}')):

@@ -154,17 +154,30 @@ def test_an_operator_token_equal_to_an_agents_stops_serve_with_exit_2(
     assert "same" not in lines[0].replace("the same as", "")  # the token itself is never shown
 
 
+VERIFIER = ("[[verifiers]]\nname = 'docsign'\nsecret_env = 'AYE_T_SECRET'\n"
+            "header = 'X-Signature-256'\nscheme = 'hmac-sha256'\n")
+
+
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
         ("[[gates]]\noperations = ['deploy.']\ntimeout = '10s'\n", "gates[1].timeout"),
         ("[defaults]\nunknown = 1\n", "defaults.unknown: unknown key"),
         ("[[gates]]\noperations = ['human.approve']\n", "gates[1].operations"),
+        (VERIFIER.replace("hmac-sha256", "hmac-md5"), "verifiers[1].scheme: 'hmac-md5' is not a known"),
+        (VERIFIER.replace("AYE_T_SECRET", "AYE_T_UNSET"),
+         "verifiers[1].secret_env: environment variable AYE_T_UNSET is not set"),
+        (VERIFIER + "tolerance = '5m'\n", "verifiers[1]: tolerance needs timestamp_header"),
+        ("[[agents]]\nname = 'a'\ntoken_env = 'AYE_T_SECRET'\nverifiers = ['nobody']\n",
+         "agent a: verifiers names 'nobody'"),
+        ("[[gates]]\noperations = ['x.']\nresponders = ['external:docsign']\n",
+         "gates[1].responders[1]"),
     ],
 )
 def test_bad_config_stops_serve_with_exit_2(tmp_path: Path, config: str, expected: str) -> None:
     (tmp_path / "aye.toml").write_text(config)
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()))
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()),
+                   AYE_T_SECRET="s3cret")
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2

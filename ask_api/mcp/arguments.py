@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError, create_model
 
@@ -19,6 +19,7 @@ WAIT_DEFAULT_S = 50
 WAIT_MAX_S = 300
 WaitSeconds = Annotated[StrictInt, Field(ge=0, le=WAIT_MAX_S)]
 M = TypeVar("M", bound=BaseModel)
+PERSON_FORMATS = ("text", "choice", "multi", "confirm", "ack", "form")
 
 
 class WaitArguments(Body):
@@ -38,8 +39,12 @@ class Arguments:
     def build(cls) -> Arguments:
         api = bodies()  # `work` made of the registered surfaces' variants, as the API's
         waiting: Any = (WaitSeconds, WAIT_DEFAULT_S)
+        # The ask tool asks and waits: an external ask must hand its answer URL to the outside
+        # system first, so it is made over the HTTP API (POST /v1/asks), not here.
+        formats: Any = (Literal[PERSON_FORMATS] | None, None)
         return cls(
-            ask=create_model("AskArguments", __base__=api.ask, wait_s=waiting),
+            ask=create_model("AskArguments", __base__=api.ask, wait_s=waiting, format=formats,
+                             verifier=(None, Field(default=None, exclude=True))),
             call=create_model("RequestApprovalArguments", __base__=api.call, wait_s=waiting),
         )
 
@@ -50,6 +55,9 @@ def input_schema(model: type[BaseModel], help: Mapping[str, str]) -> dict[str, A
     dropped, and each argument described."""
     generated = model.model_json_schema(by_alias=True)
     schema: dict[str, Any] = _plain(generated, generated.pop("$defs", {}))
+    for name, spec in model.model_fields.items():
+        if spec.exclude:  # not an argument of this tool (see Arguments.build)
+            schema["properties"].pop(spec.alias or name, None)
     for name, text in help.items():
         if name in schema["properties"]:
             schema["properties"][name]["description"] = text

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, approvals, events, limits, rules, waiting
+from bot.core import answering, approvals, events, external, limits, reads, rules, waiting
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -143,52 +143,26 @@ class Asks:
         return parked + self.events.close()
 
     async def mark_read(self, ask: AskRow) -> bool:
-        """The agent has seen its closed ask: record it once, and erase a sensitive answer.
-
-        False when `ask` (as the caller read it) holds a sensitive answer that another read
-        erased first: the caller must not show it. The store decides which read wins."""
-        erase = _erasable(ask)
-        if ask.status == rules.OPEN or (ask.read_at is not None and not erase):
-            return True
-        now = self.clock.now()
-        values: dict[str, Any] = {"read_at": now}
-        if erase:
-            values.update(answer_value=None, answer_option=None, answer_note=None, erased=True)
-        async with self.store.write() as conn:
-            won = await q.mark_read(conn, ask.seq, values)
-            if won:
-                await q.add_history(conn, ask.seq, now, "read", {"erased": True} if erase else {})
-        if erase and won:
-            await self.store.checkpoint()
-            emit(log, "ask.erased", id=ask.id, ref=rules.ref(ask))
-        return won or not erase
+        """The agent has seen its closed ask (see bot.core.reads.mark_read)."""
+        return await reads.mark_read(self, ask)
 
     def read_later(self, ask: AskRow) -> None:
-        """Record the agent's read after its response: off the wake path. A sensitive answer is
-        erased before the response instead (mark_read), so a crash cannot leave it behind."""
-        if ask.status == rules.OPEN or ask.read_at is not None:
-            return
-        task = asyncio.create_task(self._read_quietly(ask))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def _read_quietly(self, ask: AskRow) -> None:
-        try:
-            await self.mark_read(ask)
-        except Exception:  # a missed 'read' entry must not surface as an error anywhere
-            log.warning("could not record a read ask=%s", ask.id)
+        """Record the agent's read after its response (see bot.core.reads.read_later)."""
+        reads.read_later(self, ask, self._background)
 
     # -- creating ------------------------------------------------------------------------
 
     async def create_question(self, agent: AgentInfo, new: NewAsk) -> tuple[AskRow, bool]:
         """The ask and True when created, or the earlier one and False for a repeated key."""
         responders = agent.responders or self.defaults.responders
+        if new.verifier is not None:  # an outside system answers it, through its door alone
+            responders = [external.responder(new.verifier)]
         body_hash = rules.digest(new.body)
         if new.key is not None:
             earlier = await self._by_key(agent.name, new.key, body_hash)
             if earlier is not None:
                 return earlier, False
-        if not self.reachable(responders, new.work):
+        if new.verifier is None and not self.reachable(responders, new.work):
             raise NoReachableResponder
         now = self.clock.now()
         deadline = new.deadline or now + (new.timeout_s or self.defaults.question_timeout)
@@ -197,7 +171,8 @@ class Asks:
             question=new.question, options=new.options, context=new.context,
             idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive, format=new.format,
             form_schema=new.form_schema, pick_min=new.pick_min, pick_max=new.pick_max,
-            media=new.media, callback_url=new.callback_url,
+            media=new.media, callback_url=new.callback_url, verifier=new.verifier,
+            ticket_hash=new.ticket_hash,
         )
         remind = self.defaults.question_remind_after
         if remind is not None and now + remind < deadline:
@@ -247,12 +222,12 @@ class Asks:
     async def answer(
         self, ask: AskRow, person: Responder, given: Any, note: str | None = None,
         surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
-        seen: Seen | None = None,
+        seen: Seen | None = None, extra: dict[str, Any] | None = None,
     ) -> AnswerResult:
         """Take `given` (a surface's text, the API's JSON) from `person` as the answer, or
         refuse it and record who, what and why (see bot.core.answering.judge); the store
         decides a race between two answers. With `seen`, AlreadySeen when that event was acted
-        on before (nothing is recorded then)."""
+        on before (nothing is recorded then). `extra`: more columns the winning write sets."""
         now = self.clock.now()
         verdict = answering.judge(ask, person, given, now, public)
         if isinstance(verdict, answering.Refused):
@@ -267,7 +242,7 @@ class Asks:
             "answer_option": verdict.option,
             "answer_note": note.strip() if note and note.strip() else None,
             "answered_by": str(person), "answer_surface": surface, "outcome": verdict.outcome,
-            "closed_at": now, "due_at": None,
+            "closed_at": now, "due_at": None, **(extra or {}),
         }
         by = {"by": str(person), "surface": surface}
         async with self.writing(seen, now) as conn:
@@ -403,7 +378,3 @@ def new_ask_values(
         "work": work, "work_key": rules.work_key(work), "responders": [str(r) for r in responders],
         "deadline": deadline, "due_at": deadline, "created_at": now,
     }
-
-
-def _erasable(ask: AskRow) -> bool:
-    return bool(ask.sensitive and ask.status == rules.ANSWERED and not ask.erased)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from bot.core.kinds import EXTERNAL_KIND
 from bot.core.responders import Responder
 
 DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -41,7 +42,11 @@ Duration = Annotated[float, BeforeValidator(_duration)]
 def _responder(value: Any) -> Responder:
     if not isinstance(value, str):
         raise ValueError("a responder is a string like slack:U0123ABCD or github:octocat")
-    return Responder.parse(value)
+    responder = Responder.parse(value)
+    if responder.kind == EXTERNAL_KIND:
+        raise ValueError(f"{value!r}: an outside system answers only an external ask, through "
+                         "its signed door; it cannot be a responder")
+    return responder
 
 
 ResponderField = Annotated[Responder, BeforeValidator(_responder)]

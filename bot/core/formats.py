@@ -12,13 +12,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core import forms
+from bot.core import forms, payloads
 from bot.core.forms import Misfit
 
 TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM = "text", "choice", "multi", "confirm", "ack", "form"
-FORMATS = (TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM)
-# Stored as JSON in answer_value: the agent reads a list, a bool or an object.
-TYPED = (MULTI, CONFIRM, ACK, FORM)
+# Answered by an outside system through its signed door (bot/core/external.py), not a person.
+EXTERNAL = "external"
+FORMATS = (TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM, EXTERNAL)
+# Stored as JSON in answer_value: the agent reads a list, a bool, an object or any JSON.
+TYPED = (MULTI, CONFIRM, ACK, FORM, EXTERNAL)
 APPROVAL = "approval"
 APPROVE, REFUSE = "approve", "refuse"
 MAX_TEXT = 3000
@@ -88,6 +90,8 @@ def fit(ask: FormatFacts, given: Any) -> Fit:
         raise Misfit("answer ok to let the work go on")
     if fmt == FORM:
         return _typed(forms.answer(ask.form_schema or {}, given))
+    if fmt == EXTERNAL:
+        return _typed(payloads.fit(ask.form_schema or {}, given))
     raise Misfit(f"this ask's format ({fmt}) takes no answer here")
 
 
@@ -213,6 +217,8 @@ def plain(ask: FormatFacts, stored: str | None) -> str | None:
     if fmt == FORM and isinstance(value, dict):
         schema = ask.form_schema or {}
         return ", ".join(f"{forms.title(schema, k)}: {_field(v)}" for k, v in value.items())
+    if fmt == EXTERNAL:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     return str(value)
 
 

@@ -16,6 +16,10 @@ from pydantic import BaseModel
 
 OPERATOR_KIND = "operator"
 OPERATOR_ID = "local"
+# An outside system answering an external ask through its signed door, by verifier name
+# (`external:docsign`): the core's own, never a responder the config may list.
+EXTERNAL_KIND = "external"
+VERIFIER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +42,14 @@ class SurfaceKind:
 
 _KINDS: dict[str, SurfaceKind] = {
     OPERATOR_KIND: SurfaceKind(OPERATOR_KIND, re.compile(rf"^{OPERATOR_ID}$")),
+    EXTERNAL_KIND: SurfaceKind(EXTERNAL_KIND, VERIFIER_NAME),
 }
 
 
 def register(kind: SurfaceKind) -> None:
     """Make a surface's kind known; registering the same name again replaces it."""
-    if kind.name == OPERATOR_KIND:
-        raise ValueError("the operator kind is the core's own")
+    if kind.name in (OPERATOR_KIND, EXTERNAL_KIND):
+        raise ValueError(f"the {kind.name} kind is the core's own")
     _KINDS[kind.name] = kind
 
 

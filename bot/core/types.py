@@ -41,6 +41,8 @@ class AgentInfo:
     # Limits (bot/core/limits.py): open asks at once, and asks, calls and starts a minute.
     max_open: int = 500
     asks_per_minute: int = 120
+    # The verifiers its external asks may name (the operator's [[agents]] verifiers).
+    verifiers: tuple[str, ...] = ()
 
     def may_call_back(self, url: str) -> bool:
         return self.signs_callbacks and any(url.startswith(p) for p in self.callback_urls)
@@ -63,6 +65,9 @@ class NewAsk:
     pick_max: int | None = None
     media: list[dict[str, Any]] | None = None
     callback_url: str | None = None
+    # An external ask: the verifier its door checks, and the hash of its ticket.
+    verifier: str | None = None
+    ticket_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

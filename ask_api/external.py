@@ -1,0 +1,133 @@
+"""The door an outside system answers an external ask through: `POST /v1/external/{ticket}`.
+
+No bearer token: the ticket names the ask and the verifier's signature proves the sender. The
+order keeps what the door reveals to what the sender has proved: the client address's rate
+first, then the body (64 KiB at most), then the signature (401 whatever the ticket's state, so
+nobody without the secret learns whether a ticket exists), then the ticket's state (one uniform
+404 for unknown, expired, withdrawn or used; 200 `already_answered` for the accepted delivery
+again), then the payload against the ask's schema (400 naming the part; the ticket stays
+usable), and last one conditional write that answers the ask (bot/core/external.py).
+
+Nothing here logs a ticket: the access log shows the route's pattern, and the lines below the
+ask's id and ref.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+from cachetools import TTLCache
+
+from ask_api.http import ApiError, field_path, json_of, read_body
+from ask_api.schemas import unusable
+from ask_api.verifiers import Verifier
+from bot.core import external, payloads, rules
+from bot.core.answering import INVALID_ANSWER
+from bot.core.asks import Asks
+from bot.core.forms import Misfit
+from bot.core.logs import emit
+from store.models import AskRow
+
+log = logging.getLogger("aye.external")
+
+PATH = "/v1/external/{ticket}"
+PREFIX = "/v1/external/"
+# Per client address: a sender may burst this many deliveries, then RATE a second.
+BURST = 30
+RATE = 2.0
+ADDRESSES = 10_000  # tracked at once; an address idle for a minute starts afresh
+MAX_TICKET = 100
+
+
+class Buckets:
+    """A token bucket per client address, in this process (each process has its own)."""
+
+    def __init__(self, burst: int = BURST, rate: float = RATE) -> None:
+        self.burst, self.rate = burst, rate
+        self._buckets: TTLCache[str, tuple[float, float]] = TTLCache(ADDRESSES, ttl=60)
+
+    def take(self, address: str, now: float | None = None) -> int | None:
+        """None when `address` may send now, else the seconds until it may."""
+        now = time.monotonic() if now is None else now
+        tokens, at = self._buckets.get(address, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+        if tokens < 1:
+            self._buckets[address] = (tokens, now)
+            return max(1, math.ceil((1 - tokens) / self.rate))
+        self._buckets[address] = (tokens - 1, now)
+        return None
+
+
+class Door:
+    def __init__(self, asks: Asks, verifiers: Mapping[str, Verifier]) -> None:
+        self.asks = asks
+        self.verifiers = dict(verifiers)
+        self.buckets = Buckets()
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.post(PATH, self.deliver)]
+
+    async def deliver(self, request: web.Request) -> web.Response:
+        wait = self.buckets.take(request.remote or "")
+        if wait is not None:
+            limited = ApiError(429, "rate_limited", "too many deliveries from this address")
+            limited.retry_after = wait
+            raise limited
+        body = await read_body(request)
+        ticket = request.match_info["ticket"]
+        plausible = ticket.isascii() and ticket.isprintable() and len(ticket) <= MAX_TICKET
+        ask = await external.find(self.asks, ticket) if plausible else None
+        verifier = self.verifiers.get(ask.verifier or "") if ask is not None else None
+        if ask is None or verifier is None:
+            # Nothing to check it against: a sender holding some verifier's secret learns the
+            # ticket is dead; anyone else, only that the signature did not pass.
+            if not any(v.verify(request.headers, body) for v in self.verifiers.values()):
+                raise _unsigned()
+            if ask is not None:
+                log.warning("external ask %s names verifier %s, which is no longer configured",
+                            ask.id, ask.verifier)
+            raise _dead()
+        if not verifier.verify(request.headers, body):
+            emit(log, "external.unsigned", id=ask.id, ref=rules.ref(ask), verifier=verifier.name)
+            raise _unsigned()
+        payload = await self._payload(ask, body) if ask.status == rules.OPEN else None
+        done = await external.deliver(self.asks, ask, body, payload)
+        emit(log, "external.delivery", id=ask.id, ref=rules.ref(ask), verifier=verifier.name,
+             outcome=done.outcome)
+        if done.outcome in ("taken", "already_answered"):
+            return web.json_response({"outcome": done.outcome})
+        misfit = done.result.misfit if done.result is not None else None
+        if misfit is not None:
+            raise ApiError(400, "invalid_payload", f"{misfit.field}: {misfit.message}", misfit.field)
+        raise _dead()
+
+
+    async def _payload(self, ask: AskRow, body: bytes) -> Any:
+        """The signed body as JSON the store can hold; a body that is not is refused and
+        recorded like any payload that does not fit (400, the ticket still usable)."""
+        try:
+            payload = json_of(body)
+        except ApiError:
+            misfit = Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT)
+        else:
+            bad = unusable(payload)
+            if bad is None:
+                return payload
+            where = field_path((payloads.ROOT, *bad.loc))
+            misfit = Misfit(bad.problem, where)
+        person = external.responder(ask.verifier or "")
+        await self.asks.refuse(ask, person, INVALID_ANSWER, external.SURFACE, misfit=misfit)
+        raise ApiError(400, "invalid_payload", f"{misfit.field}: {misfit.message}", misfit.field)
+
+
+def _unsigned() -> ApiError:
+    return ApiError(401, "bad_signature", "the signature is missing, wrong or too old")
+
+
+def _dead() -> ApiError:
+    return ApiError(404, "not_found", "no open ask has this answer URL")

@@ -1,0 +1,75 @@
+"""An external ask's schema and payload: any JSON Schema (draft 2020-12) the agent pins, and
+the outside system's JSON checked against it. Pure: no I/O, and no remote `$ref` is fetched
+(jsonschema's referencing resolves only what the schema holds).
+
+Where a payload does not fit, the words say which part and why, never the pinned value: the
+outside system learns that `reference` is not what the ask expects, not what it expects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+
+from bot.core.forms import FORMAT_CHECKER, TYPE_WORDS, Misfit, SchemaProblem
+
+ROOT = "payload"
+
+
+def check(schema: Any) -> dict[str, Any]:
+    """The schema, when it is a JSON Schema (an object or a boolean schema is not enough: an
+    object); SchemaProblem naming the part (`schema.properties.status`) otherwise."""
+    if not isinstance(schema, dict):
+        raise SchemaProblem("schema", "must be a JSON Schema object")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        where = "schema" + "".join(
+            f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
+        )
+        raise SchemaProblem(where, f"is not valid JSON Schema: {_first_line(error.message)}") from None
+    except RecursionError:
+        raise SchemaProblem("schema", "is nested too deeply") from None
+    return schema
+
+
+def fit(schema: dict[str, Any], given: Any) -> Any:
+    """The payload (JSON, already parsed), when it fits the ask's schema; Misfit naming the first failing part
+    (`payload.status`) otherwise."""
+    validator = Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+    try:
+        error = min(validator.iter_errors(given), key=_depth_first, default=None)
+    except Exception:  # an unresolvable $ref, a pattern Python cannot compile: never a yes
+        raise Misfit("cannot be checked against the ask's schema", ROOT) from None
+    if error is not None:
+        raise Misfit(_words(error), _path(error))
+    return given
+
+
+def _depth_first(error: ValidationError) -> tuple[int, str]:
+    return (-len(error.absolute_path), error.message)
+
+
+def _path(error: ValidationError) -> str:
+    return ROOT + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+
+
+def _words(error: ValidationError) -> str:
+    kind, limit = str(error.validator), error.validator_value
+    if kind == "required":
+        missing = [n for n in limit if isinstance(error.instance, dict) and n not in error.instance]
+        return f"needs {', '.join(map(str, missing))}" if missing else "misses a required field"
+    if kind == "type":
+        return TYPE_WORDS.get(str(limit), f"must be of type {limit}")
+    if kind in ("const", "enum"):
+        return "is not the value the ask expects"
+    if kind == "additionalProperties":
+        return "has fields the ask does not expect"
+    return f"does not fit the ask's schema ({kind})"
+
+
+def _first_line(text: str) -> str:
+    line = text.splitlines()[0] if text else "invalid"
+    return line if len(line) <= 200 else line[:197] + "..."
