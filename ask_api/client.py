@@ -14,9 +14,12 @@
 
         a, b = await aye.wait_all([await aye.create("A?"), await aye.create("B?")])
         await aye.start({"github": {"repo": "octo/app", "number": 7}}, title="Fix the login")
+        signed = await aye.ask_external("Contract signed?", schema=PINNED, verifier="docsign")
+        send_to_esign_tool(signed["answer_url"]); payload = answer_value(await aye.wait(signed["id"]))
 
 The exceptions and helpers live in ask_api.client_types (and verify_callback, for a callback
-receiver, in ask_api.client_verify); every name is importable from here.
+receiver, and sign_external, for an outside system's side, in ask_api.client_verify); every name
+is importable from here.
 """
 
 from __future__ import annotations
@@ -46,12 +49,12 @@ from ask_api.client_types import (
     loop_time_of,
     refusal,
 )
-from ask_api.client_verify import BadSignature, verify_callback
+from ask_api.client_verify import BadSignature, sign_external, verify_callback
 
 __all__ = [
     "Answer", "ApprovalRefused", "ApprovalTimedOut", "ApprovalUnavailable", "AskClosed",
     "AyeClient", "AyeError", "BadSignature", "StartRefused", "answer_value", "connect",
-    "verify_callback",
+    "sign_external", "verify_callback",
 ]
 
 WAIT_SLICE_S = 60  # one `wait` request; the client keeps waiting across as many as it takes
@@ -174,6 +177,24 @@ class AyeClient:
         if callback_url is not None:
             return made
         return answer_value(await self.wait(made["id"]))
+
+    async def ask_external(
+        self, question: str, *, schema: dict[str, Any], verifier: str, **fields: Any
+    ) -> dict[str, Any]:
+        """An ask an outside system answers: returns it at once, with its `answer_url` (hand
+        that to the system; it POSTs its payload there, signed as `verifier` expects, and it
+        must fit `schema`); then `wait(ask["id"])` and read `answer_value`: the payload.
+        Should a create's response be lost and its retry return the ask without the URL (aye
+        shows a ticket only once), that ask is withdrawn and a new one made."""
+        for _ in range(3):
+            made = await self.create(question, format="external", schema=schema,
+                                     verifier=verifier, **fields)
+            if "answer_url" in made:
+                return made
+            with contextlib.suppress(AyeError):
+                await self._request("DELETE", f"/v1/asks/{made['id']}")
+            fields.pop("key", None)
+        raise AyeError(502, "no_answer_url", "aye did not return the ask's answer URL")
 
     async def wait_all(
         self, asks_or_ids: Iterable[str | Mapping[str, Any]], timeout: float | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 # What `ask` returns: the answer's value, typed by the ask's format (bot.core.formats): text
 # and a choice's option as a string, a multi's options as a list, confirm and ack as a bool,
@@ -118,6 +118,8 @@ def answer_value(ask: dict[str, Any]) -> Answer:
     status = ask.get("status")
     if status == "answered":
         value = (ask.get("answer") or {}).get("value")
+        if ask.get("format") == "external":  # the payload, whatever JSON the system sent
+            return cast(Answer, value)
         if isinstance(value, bool | list | dict):
             return value
         return str(value)

@@ -1,7 +1,10 @@
-"""Checking a callback from aye on the agent's side (`verify_callback`, re-exported by
-ask_api.client): aye POSTs `{"event": "ask.closed", "ask": {…}}` to an ask's `callback_url`,
-signed `X-Aye-Signature-256: sha256=<hex HMAC-SHA256 of the exact body>` with the agent's
-callback secret, and names the delivery in `X-Aye-Delivery` (the same on every retry)."""
+"""Signatures on the agent's side (re-exported by ask_api.client).
+
+`sign_external` signs a payload for an external ask's door the way a verifier expects (for
+whoever writes the outside system's side, and for tests). `verify_callback` checks a callback
+from aye: aye POSTs `{"event": "ask.closed", "ask": {…}}` to an ask's `callback_url`, signed
+`X-Aye-Signature-256: sha256=<hex HMAC-SHA256 of the exact body>` with the agent's callback
+secret, and names the delivery in `X-Aye-Delivery` (the same on every retry)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from ask_api.verifiers import SCHEMES, Verifier
 
 SIGNATURE_HEADER = "X-Aye-Signature-256"
 DELIVERY_HEADER = "X-Aye-Delivery"
@@ -55,3 +60,24 @@ def verify_callback(
     if not isinstance(payload, dict):
         raise BadSignature("the signed body is not a JSON object")
     return payload
+
+
+def sign_external(
+    body: bytes, secret: str | bytes, *, header: str = "X-Signature-256",
+    scheme: str = "hmac-sha256", timestamp_header: str | None = None,
+    timestamp: int | None = None,
+) -> dict[str, str]:
+    """The headers that make `body` (the exact bytes to POST to an ask's `answer_url`) pass
+    the verifier configured with this `secret`, `header`, `scheme` and `timestamp_header`:
+    `{"X-Signature-256": "sha256=<hex HMAC-SHA256 of the body>"}`, or with a timestamp header,
+    that header holding Unix seconds (now, unless `timestamp` is given) and the HMAC over
+    `<timestamp>.<body>`."""
+    key = secret.encode() if isinstance(secret, str) else bytes(secret)
+    if not key:
+        raise ValueError("sign_external needs the verifier's secret, not an empty one")
+    if not isinstance(body, bytes | bytearray | memoryview):
+        raise TypeError("sign_external signs the body's exact bytes")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}: one of {', '.join(sorted(SCHEMES))}")
+    verifier = Verifier("", key, header, SCHEMES[scheme], timestamp_header)
+    return verifier.sign(bytes(body), timestamp)
