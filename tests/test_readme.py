@@ -62,3 +62,42 @@ async def test_the_readme_client_example_runs_as_printed(tmp_path: Path) -> None
         ]
     finally:
         stop(server)
+
+
+def readme_external_example() -> tuple[str, str]:
+    """The External answers section's operator config and Python example."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("#### External answers"):]
+    config = re.search(r"```toml\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    return config, code
+
+
+async def test_the_readme_external_answers_example_runs_as_printed(tmp_path: Path) -> None:
+    from tests.test_process import start_server
+
+    config, code = readme_external_example()
+    port = free_port()
+    secrets = {"AYE_TOKEN_SIGNER": "signer-token", "AYE_DOCSIGN_SECRET": "docsign-secret",
+               "AYE_PUBLIC_URL": "https://aye.example.com"}
+    (tmp_path / "aye.toml").write_text(config)
+    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", port=port,
+                                **secrets)
+    try:
+        (tmp_path / "example.py").write_text(code.replace("8080", str(port)))
+        env = {**base_env(tmp_path, "unused"), **secrets}
+        example = await asyncio.create_subprocess_exec(
+            sys.executable, "example.py", cwd=tmp_path, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(example.communicate(), 30)
+        assert example.returncode == 0, err.decode()
+        assert out.decode().splitlines() == [
+            "webhook: 400 payload.envelope", "webhook: 200 taken", "signed by ada@example.com"
+        ]
+        # Neither the secret nor the ticket reached the server's log.
+        logged = server.output()
+        assert "docsign-secret" not in logged, logged
+        assert not re.search(r"/v1/external/[^{]", logged), logged
+    finally:
+        stop(server)
