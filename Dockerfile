@@ -1,6 +1,6 @@
 # aye in a container: `aye serve` on 0.0.0.0:8080, its SQLite store, generated tokens and
 # aye.toml in the /data volume unless AYE_DATABASE_URL says otherwise (compose.yaml: PostgreSQL).
-# Untested here: the machine it was written on has no container runtime (hadolint-clean only).
+# Not built here (the machine it was written on has no container runtime); CI lints it with hadolint.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
