@@ -16,6 +16,8 @@ A = ASKS.c
 OPEN = "open"
 # Built once: a statement built per call is compiled and cache-keyed per call.
 ASK_INSERT = ASKS.insert()
+# Several rows at once, their keys back in the order given (SQLAlchemy's insertmanyvalues).
+ASK_INSERT_RETURNING = ASKS.insert().returning(A.seq, sort_by_parameter_order=True)
 HISTORY_INSERT = HISTORY.insert()
 NOTIFY = text("SELECT pg_notify(:c, :id)")
 # What a row built from inserted values lacks until the store fills it in.
@@ -26,6 +28,13 @@ DEFAULTS: dict[str, Any] = {
     "answer_value": None, "answer_option": None, "answer_note": None, "answered_by": None,
     "answer_surface": None, "outcome": None, "read_at": None, "erased": False,
     "operation": None, "call_input": None, "call_hash": None, "approval_used_at": None,
+}
+
+
+# A column left out of one row of a several-row insert gets the model's default.
+COLUMN_DEFAULTS: dict[str, Any] = {
+    name: (None if spec.is_required() or spec.default_factory is not None else spec.default)
+    for name, spec in AskRow.model_fields.items()
 }
 
 
@@ -129,6 +138,27 @@ async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
     key = result.inserted_primary_key
     assert key is not None
     return AskRow.model_construct(**{**DEFAULTS, **values, "seq": int(key[0])})
+
+
+async def insert_many(conn: Conn, many: list[dict[str, Any]]) -> list[AskRow]:
+    """New rows in one statement (an executemany the driver batches), in the given order;
+    Duplicate when a unique index refuses any of them (then none is kept: the transaction is
+    the caller's to roll back)."""
+    keys = {key for values in many for key in values}
+    filled = [{key: values.get(key, COLUMN_DEFAULTS.get(key)) for key in keys} for values in many]
+    try:
+        result = await conn.execute(ASK_INSERT_RETURNING, filled)
+    except IntegrityError as exc:
+        raise Duplicate from exc
+    seqs = [int(seq) for seq in result.scalars().all()]
+    return [AskRow.model_construct(**{**DEFAULTS, **values, "seq": seq})
+            for values, seq in zip(filled, seqs, strict=True)]
+
+
+async def add_histories(conn: Conn, entries: list[dict[str, Any]]) -> None:
+    """History entries (`ask_seq`, `at`, `event`, `detail`) in one executemany."""
+    if entries:
+        await conn.execute(HISTORY_INSERT, entries)
 
 
 async def add_history(

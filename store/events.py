@@ -28,6 +28,16 @@ async def add(conn: Conn, ask_seq: int | None, agent: str, event: str, at: float
     await conn.execute(EVENT_INSERT, {"at": at, "ask_seq": ask_seq, "agent": agent, "event": event})
 
 
+async def add_many(conn: Conn, rows: list[dict[str, Any]], serialize: bool) -> None:
+    """Several events (`at`, `ask_seq`, `agent`, `event`) in one executemany, under the same
+    commit-order lock as `add`."""
+    if not rows:
+        return
+    if serialize:
+        await conn.execute(EVENT_LOCK)
+    await conn.execute(EVENT_INSERT, rows)
+
+
 async def after(
     conn: Conn, last_id: int, agent: str | None, limit: int
 ) -> list[tuple[int, str, AskRow]]:

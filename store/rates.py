@@ -22,8 +22,9 @@ OC = OPEN.c
 def _hit(insert: Any) -> Any:
     return (
         insert(RATES)
-        .values(agent=bindparam("agent"), window=bindparam("window"), hits=1)
-        .on_conflict_do_update(index_elements=[R.agent, R.window], set_={"hits": R.hits + 1})
+        .values(agent=bindparam("agent"), window=bindparam("window"), hits=bindparam("k"))
+        .on_conflict_do_update(index_elements=[R.agent, R.window],
+                               set_={"hits": R.hits + bindparam("k")})
         .returning(R.hits)
     )
 
@@ -43,9 +44,9 @@ HIT = {True: _hit(pg_insert), False: _hit(sqlite_insert)}
 BUMP = {True: _bump(pg_insert), False: _bump(sqlite_insert)}
 
 
-async def hit(conn: Conn, agent: str, window: int, postgres: bool) -> int:
-    """One more hit in `agent`'s window; the window's count after it."""
-    found = await conn.execute(HIT[postgres], {"agent": agent, "window": window})
+async def hit(conn: Conn, agent: str, window: int, postgres: bool, k: int = 1) -> int:
+    """`k` more hits in `agent`'s window; the window's count after them."""
+    found = await conn.execute(HIT[postgres], {"agent": agent, "window": window, "k": k})
     return int(found.scalar_one())
 
 

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from bot.core import answering, approvals, events, external, limits, reads, rules, waiting
+from bot.core.batch import Batcher
 from bot.core.clock import Clock
 from bot.core.config import Defaults
 from bot.core.forms import Misfit
@@ -55,6 +56,7 @@ class Asks:
         self.surfaces: dict[str, Surface] = {}
         # Told of each change this process commits (the metrics replace it).
         self.tally = Tally()
+        self.batcher = Batcher(self)
         # Set when something new may be due sooner than the loops think.
         self.clock_poke = asyncio.Event()
         self.outbox_poke = asyncio.Event()
@@ -198,9 +200,17 @@ class Asks:
         self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None = None,
         counted: bool = False,
     ) -> AskRow:
-        """A new ask, its `created` entry and its posts, in one transaction. With `agent`, its
-        limits are checked in that transaction (limits.Limited, nothing written): room for one
-        more open ask, and unless `counted` already, one more hit this minute."""
+        """A new ask, its `created` entry and its posts, in one transaction (shared with the
+        asks made at the same time: bot/core/batch.py). With `agent`, its limits are checked in
+        that transaction (limits.Limited, nothing written): room for one more open ask, and
+        unless `counted` already, one more hit this minute."""
+        return await self.batcher.insert(values, detail, agent, counted)
+
+    async def insert_one(
+        self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None,
+        counted: bool,
+    ) -> AskRow:
+        """As `insert`, in a transaction of its own."""
         async with self.store.write() as conn:
             if agent is not None and not counted:
                 await limits.count(conn, agent, values["created_at"], self.store.is_postgres)
@@ -209,13 +219,17 @@ class Asks:
             await q.add_history(conn, ask.seq, values["created_at"], "created", detail)
             wrote = await self.to_outbox(conn, ask, POST)
             await self.changed(conn, ask, events.CREATED)
-        # After the commit: a loop poked before it could look, find nothing, and sleep on.
+        self.after_insert(ask, wrote)
+        return ask
+
+    def after_insert(self, ask: AskRow, wrote: bool) -> None:
+        """After the commit that made `ask` (and outbox rows, when `wrote`)."""
+        # A loop poked before the commit could look, find nothing, and sleep on.
         if ask.due_at is not None and ask.due_at < self.clock_wakes_at:
             self.clock_poke.set()
         self.poke_outbox(wrote)
         self.tally.created(ask)
         emit(log, "ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
-        return ask
 
     # -- answering -----------------------------------------------------------------------
 
@@ -360,12 +374,15 @@ class Asks:
 
     async def to_outbox(self, conn: Conn, ask: AskRow, action: str) -> bool:
         """Outbox rows for the surfaces that want this action on this ask; whether any."""
-        now = self.clock.now()
-        rows = [{"ask_seq": ask.seq, "surface": name, "action": action, "payload": None,
-                 "created_at": now, "due_at": now}
-                for name, surface in self.surfaces.items() if surface.wants(ask, action)]
+        rows = self.outbox_rows(ask, action)
         await outbox.add(conn, rows)
         return bool(rows)
+
+    def outbox_rows(self, ask: AskRow, action: str) -> list[dict[str, Any]]:
+        now = self.clock.now()
+        return [{"ask_seq": ask.seq, "surface": name, "action": action, "payload": None,
+                 "created_at": now, "due_at": now}
+                for name, surface in self.surfaces.items() if surface.wants(ask, action)]
 
 
 def new_ask_values(

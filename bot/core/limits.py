@@ -23,21 +23,23 @@ class Limited(Exception):
         self.code, self.retry_after, self.message = code, retry_after, message
 
 
-async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool) -> None:
-    """One more ask, call or start this minute; Limited past `asks_per_minute` (the hit is
-    rolled back with the transaction, so refusals do not count)."""
+async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool, k: int = 1) -> None:
+    """`k` more asks, calls or starts this minute; Limited past `asks_per_minute` (the hits
+    are rolled back with the transaction, so refusals do not count)."""
     window = int(now // WINDOW_S) * WINDOW_S
-    hits = await rates.hit(conn, agent.name, window, postgres)
+    hits = await rates.hit(conn, agent.name, window, postgres, k)
     if hits > agent.asks_per_minute:
         retry = max(1, math.ceil(window + WINDOW_S - now))
         raise Limited(RATE_LIMITED, retry,
                       f"more than {agent.asks_per_minute} asks, calls and starts a minute")
 
 
-async def opened(conn: Conn, name: str, agent: AgentInfo | None, postgres: bool) -> None:
-    """One more open ask for `name`, in the create's transaction; Limited (rolling it back)
+async def opened(
+    conn: Conn, name: str, agent: AgentInfo | None, postgres: bool, k: int = 1
+) -> None:
+    """`k` more open asks for `name`, in the create's transaction; Limited (rolling it back)
     when that passes the agent's `max_open`."""
-    now_open = await rates.bump_open(conn, name, 1, postgres)
+    now_open = await rates.bump_open(conn, name, k, postgres)
     if agent is not None and now_open > agent.max_open:
         raise Limited(TOO_MANY_OPEN, OPEN_RETRY_S,
                       f"{agent.max_open} asks are open already: wait for some to close")

@@ -1,0 +1,128 @@
+"""Creates, batched: the asks made while one batch is being written go into the next, in one
+transaction, so that they share its round trips, its locks (the agent's counters, the event
+stream's commit order) and its commit. Nothing is answered before its batch has committed, so
+durability is the single create's; at low load a batch is one ask and costs what a lone create
+did.
+
+A batch that fails as a whole (a limit crossed, a repeated key, a pending approval of the same
+call, a store error) is rolled back and its asks are made one by one instead, each getting the
+answer it would have had alone (Limited, Duplicate…).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot.core import events, limits
+from bot.core.surface import POST
+from bot.core.types import AgentInfo
+from store import asks as q
+from store import events as event_rows
+from store import outbox
+from store.models import AskRow
+
+if TYPE_CHECKING:
+    from bot.core.asks import Asks
+
+log = logging.getLogger("aye.asks")
+MAX_BATCH = 64
+
+
+@dataclass(slots=True)
+class Pending:
+    values: dict[str, Any]
+    detail: dict[str, Any]
+    agent: AgentInfo | None
+    counted: bool
+    done: asyncio.Future[AskRow]
+
+
+class Batcher:
+    def __init__(self, asks: Asks) -> None:
+        self.asks = asks
+        self._queue: list[Pending] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def insert(
+        self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None,
+        counted: bool,
+    ) -> AskRow:
+        done: asyncio.Future[AskRow] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieved)  # a caller that went away leaves no warning behind
+        self._queue.append(Pending(values, detail, agent, counted, done))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain(), name="aye-creates")
+        # Shielded: a caller that goes away leaves its ask to be made (or not) with its batch.
+        return await asyncio.shield(done)
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            if len(batch) > 1:
+                try:
+                    made = await write(self.asks, batch)
+                except Exception:  # each on its own below, with the answer it would get alone
+                    log.debug("a batch of %d creates fell back to one by one", len(batch))
+                else:
+                    for pending, (ask, wrote) in zip(batch, made, strict=True):
+                        self.asks.after_insert(ask, wrote)
+                        _settle(pending, ask)
+                    continue
+            for pending in batch:
+                try:
+                    ask = await self.asks.insert_one(
+                        pending.values, pending.detail, pending.agent, pending.counted
+                    )
+                except Exception as exc:
+                    _settle(pending, exc)
+                else:
+                    _settle(pending, ask)
+
+
+def _retrieved(done: asyncio.Future[AskRow]) -> None:
+    if not done.cancelled():
+        done.exception()
+
+
+def _settle(pending: Pending, outcome: AskRow | Exception) -> None:
+    if pending.done.done():
+        return
+    if isinstance(outcome, Exception):
+        pending.done.set_exception(outcome)
+    else:
+        pending.done.set_result(outcome)
+
+
+async def write(asks: Asks, batch: list[Pending]) -> list[tuple[AskRow, bool]]:
+    """The batch's asks, their `created` entries, posts and events in one transaction; for
+    each, the ask and whether it wrote outbox rows. Limited or Duplicate fail the whole."""
+    postgres = asks.store.is_postgres
+    by_agent: dict[str, list[Pending]] = defaultdict(list)
+    for pending in batch:
+        by_agent[pending.values["agent"]].append(pending)
+    async with asks.store.write() as conn:
+        for name, mine in by_agent.items():
+            counted = [p for p in mine if p.agent is not None and not p.counted]
+            if counted and counted[0].agent is not None:
+                at = max(p.values["created_at"] for p in counted)
+                await limits.count(conn, counted[0].agent, at, postgres, len(counted))
+            info = next((p.agent for p in mine if p.agent is not None), None)
+            await limits.opened(conn, name, info, postgres, len(mine))
+        made = await q.insert_many(conn, [p.values for p in batch])
+        await q.add_histories(conn, [
+            {"ask_seq": ask.seq, "at": ask.created_at, "event": "created", "detail": p.detail}
+            for p, ask in zip(batch, made, strict=True)
+        ])
+        posts = [asks.outbox_rows(ask, POST) for ask in made]
+        await outbox.add(conn, [row for rows in posts for row in rows])
+        if postgres:  # one wake-up for other processes' event streams
+            await q.notify(conn, made[-1].id)
+        await event_rows.add_many(conn, [
+            {"at": ask.created_at, "ask_seq": ask.seq, "agent": ask.agent,
+             "event": events.CREATED} for ask in made
+        ], serialize=postgres)
+    return [(ask, bool(rows)) for ask, rows in zip(made, posts, strict=True)]

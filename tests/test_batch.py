@@ -1,0 +1,90 @@
+"""Creates made at the same time share one transaction (bot/core/batch.py): each still gets the
+answer it would have had alone — a limit crossed mid-batch, a repeated key, a pending approval of
+the same call — and every ask made is posted, counted and streamed once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from bot.core import batch
+from tests.conftest import OPERATOR_HEADERS, StartAye
+from tests.test_gates import RecordingSurface
+from tests.test_limits import AGENT, create, limited, start
+
+
+async def test_a_limit_crossed_inside_a_batch_refuses_only_the_asks_past_it(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch, max_open=5))
+    surface = RecordingSurface()
+    aye.asks.add_surface(surface)
+    results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(12)))
+    statuses = sorted(status for status, _, _ in results)
+    assert statuses == [201] * 5 + [429] * 7
+    listed = await (await aye.client.get("/v1/asks", headers=AGENT)).json()
+    assert len(listed["asks"]) == 5
+    made = {body["id"] for status, _, body in results if status == 201}
+    for _ in range(200):
+        if {ask_id for ask_id, _ in surface.delivered} >= made:
+            break
+        await asyncio.sleep(0.01)
+    assert {ask_id for ask_id, _ in surface.delivered} == made  # each posted once
+
+
+async def test_the_same_key_at_once_makes_one_ask(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch))
+    body = {"question": "Once?", "key": "k-1"}
+    replies = await asyncio.gather(*(
+        aye.client.post("/v1/asks", json=body, headers=AGENT) for _ in range(8)
+    ))
+    seen = [(r.status, (await r.json())["id"]) for r in replies]
+    assert sorted(s for s, _ in seen) == [200] * 7 + [201]
+    assert len({i for _, i in seen}) == 1
+    # Other asks made in the same instant are not held back by the repeated key.
+    others = await asyncio.gather(*(create(aye, f"other {i}?") for i in range(6)))
+    assert [s for s, _, _ in others] == [201] * 6
+
+
+async def test_asks_made_together_get_distinct_refs_and_one_event_each(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch))
+    results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(40)))
+    made: list[dict[str, Any]] = [body for _, _, body in results]
+    assert len({a["ref"] for a in made}) == 40
+    for ask in made[:5]:
+        view = await aye.get(ask["id"], operator=True)
+        assert [e["event"] for e in view["history"]] == ["created"]
+        assert view["question"] == ask["question"]
+    resp = await aye.client.get("/v1/events?last_event_id=0", headers=OPERATOR_HEADERS)
+    seen: list[str] = []
+    async for line in resp.content:
+        if line.startswith(b"data:"):
+            seen.append(line.decode())
+        if len(seen) == 40:
+            break
+    resp.close()
+    assert sum(ask["id"] in frame for ask in made for frame in seen) == 40
+
+
+async def test_a_batch_is_one_transaction(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch))
+    writes = 0
+    real = aye.asks.store.write
+
+    def counting() -> Any:
+        nonlocal writes
+        writes += 1
+        return real()
+
+    monkeypatch.setattr(aye.asks.store, "write", counting)
+    results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(30)))
+    assert [s for s, _, _ in results] == [201] * 30
+    assert writes < 30 and batch.MAX_BATCH >= 30
