@@ -10,8 +10,16 @@ from typing import Any
 from bot.cli_text import joined, line
 
 TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM = "text", "choice", "multi", "confirm", "ack", "form"
+# Answered by an outside system through its signed door, never by a person.
+EXTERNAL = "external"
 # Shown beside the question in `aye asks` for the formats that are not answered as before.
-MARKED = (MULTI, CONFIRM, ACK, FORM, "external")
+MARKED = (MULTI, CONFIRM, ACK, FORM, EXTERNAL)
+# What `aye show` says of an external ask's ticket (the server never sends the ticket).
+TICKET_WORDS = {
+    "waiting": "waiting (its door is open for the outside system's answer)",
+    "used": "used (the outside system answered through it)",
+    "dead": "dead (the ask closed without it: its door is shut)",
+}
 
 
 def format_of(ask: dict[str, Any]) -> str:
@@ -23,9 +31,17 @@ def format_of(ask: dict[str, Any]) -> str:
 
 
 def marker(ask: dict[str, Any]) -> str:
-    """`[multi] ` before a question whose format is not a plain choice or text."""
+    """`[multi] ` before a question whose format is not a plain choice or text;
+    `[waits on docsign (external)] ` before an external ask."""
     fmt = format_of(ask)
+    if fmt == EXTERNAL:
+        return f"[{waits_on(ask)} (external)] "
     return f"[{line(fmt)}] " if fmt in MARKED and ask.get("kind") != "approval" else ""
+
+
+def waits_on(ask: dict[str, Any]) -> str:
+    """`waits on docsign`: the outside system (verifier) an external ask waits on."""
+    return f"waits on {line(ask.get('verifier') or 'an outside system')}"
 
 
 def bounds(ask: dict[str, Any]) -> tuple[int, int]:
@@ -45,8 +61,19 @@ def how(ask: dict[str, Any]) -> str:
         TEXT: "text (free text)", CHOICE: "choice (an option's number or its text)",
         CONFIRM: "confirm (yes or no)", ACK: "ack (ok when the work may go on)",
         FORM: "form (one line of JSON with the fields below)",
+        EXTERNAL: f"external ({waits_on(ask)}, an outside system, which answers through its "
+        f"signed door; nobody answers it here: `aye withdraw {line(ask.get('ref', 'REF'))}` "
+        "if it is no longer needed)",
     }
     return words.get(fmt, line(fmt))
+
+
+def ticket_line(ask: dict[str, Any]) -> str | None:
+    """`ticket: waiting (…)`: an external ask's ticket state, as the operator's view says it."""
+    state = ask.get("ticket")
+    if not isinstance(state, str):
+        return None
+    return f"ticket: {TICKET_WORDS.get(state, line(state))}"
 
 
 # -- a form's fields ----------------------------------------------------------------------------
@@ -122,6 +149,8 @@ def media_lines(ask: dict[str, Any]) -> list[str]:
 def shown(ask: dict[str, Any], value: Any) -> str:
     """An answer's value on one line: `red, blue`, `yes`, `ok`, `region: eu, count: 3`."""
     fmt = format_of(ask)
+    if fmt == EXTERNAL:  # any JSON the outside system sent, as one line of it
+        return line(json.dumps(value, ensure_ascii=False))
     if fmt == CONFIRM and isinstance(value, bool):
         return "yes" if value else "no"
     if fmt == ACK and value is True:

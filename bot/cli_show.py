@@ -49,6 +49,9 @@ def _show_what(ask: dict[str, Any]) -> None:
     for text in (*cli_formats.field_lines(ask), *cli_formats.media_lines(ask)):
         print(text)
     print(f"for: {joined(ask.get('responders', []))}")
+    ticket = cli_formats.ticket_line(ask)
+    if ticket:
+        print(ticket)
 
 
 def _show_start(what: dict[str, Any]) -> None:

@@ -18,25 +18,31 @@ from .parsing import ANSWER_COMMAND
 
 # Kept as they are in a link's destination: what cannot end it or start anything else.
 URL_SAFE = "/:?#@!$&+,;=%-._~"
-EXTERNAL = "external"
 
 
 def how_to_answer(ask: AskRow, ref: str, who: str, rooms: Rooms = WHOLE) -> list[str]:
     """A paragraph for `who` (the people who may answer here): the `/answer` line that fits
-    the ask's format, with an example."""
+    the ask's format, with an example; for an external ask, what it waits on instead."""
+    if formats.format_of(ask) == formats.EXTERNAL:
+        return [waits_on(ask)]
     if ask.sensitive:
         return [
             "This answer is sensitive: it cannot be given in a public comment. "
             "Answer it in Slack or with the `aye` CLI."
         ]
-    fmt = formats.format_of(ask)
-    if fmt == EXTERNAL:
-        return ["An outside system answers this question: there is nothing to answer here."]
     return [
         f"{who}: answer with a comment whose first line is {example(ask, rooms)}. With several "
         f"questions open here, name this one: `{ANSWER_COMMAND} {ref} …`. "
         "Lines after the first are passed on as a note."
     ]
+
+
+def waits_on(ask: AskRow) -> str:
+    """An external ask waits on an outside system (the verifier aye's config names), which
+    answers through its signed door: nobody answers it on GitHub."""
+    return (f"Waits on {inert.code_span(ask.verifier or '?')}, an outside system; it answers "
+            "through its signed door, so nobody answers this question here: an "
+            f"`{ANSWER_COMMAND}` is refused.")
 
 
 def example(ask: AskRow, rooms: Rooms = WHOLE) -> str:

@@ -54,6 +54,12 @@ def has_github_responder(ask: AskRow) -> bool:
     return logins is None or bool(logins)
 
 
+def shown_here(ask: AskRow) -> bool:
+    """Whether the question is posted on its issue: someone here may answer it, or it waits
+    on an outside system (an external ask), which the comment says (nobody answers it here)."""
+    return has_github_responder(ask) or formats.format_of(ask) == formats.EXTERNAL
+
+
 def question_comment(ask: AskRow, ref: str) -> str:
     """A new ask, with how to answer it here; the first line is never a command. Agent text is
     inert (handlers.github.inert); an approval's input is a code block, whole or plainly cut.
@@ -235,6 +241,8 @@ def who_answered(answered_by: str | None) -> str:
         return inert.inline(ident) or "someone on GitHub"
     if kind == "slack":
         return "someone in Slack"
+    if kind == "external":  # an external ask's verifier: a name from aye's config
+        return f"{inert.code_span(ident)} (an outside system)"
     return "the operator"
 
 

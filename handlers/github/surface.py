@@ -34,7 +34,7 @@ from .auth import GitHubAuth, NotInstalled
 from .authors import IssueAuthors
 from .events import Said
 from .faults import disposition
-from .messages import closed_comment, has_github_responder, marker, question_comment
+from .messages import closed_comment, marker, question_comment, shown_here
 from .parsing import reaction_for
 from .plugin import SURFACE, GitHubSection, GitHubSettings
 from .webhook import WEBHOOK_PATH, Webhook
@@ -99,8 +99,9 @@ class GitHubSurface:
         if not self.section.post_questions or github_work(ask.work) is None:
             return False
         if action == POST:
-            # Nobody could answer it here: publishing it would only expose it.
-            return has_github_responder(ask)
+            # Nobody could answer it here: publishing it would only expose it (but an external
+            # ask, whose comment says what it waits on).
+            return shown_here(ask)
         # On escalation nothing is posted: the comment already names who may answer here,
         # and Slack posts the escalation again. An update is a quorum's count so far.
         return action in (CLOSE, UPDATE)

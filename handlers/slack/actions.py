@@ -23,6 +23,7 @@ from handlers.slack.answering import (
     answer_as,
     asks_of,
     outsider,
+    refuse_external,
     refuse_outsider,
     tell,
     where_pressed,
@@ -41,7 +42,9 @@ async def _pressed_on(
     ask_id: str | None, body: dict[str, Any], client: AsyncWebClient, context: AsyncBoltContext
 ) -> AskRow | None:
     """The ask a button names, or None once the presser was told why not: aye does not know
-    it, or the presser is another organisation's member (Slack Connect), who never answers."""
+    it, the presser is another organisation's member (Slack Connect), who never answers, or
+    an outside system answers it (an external ask: its message has no buttons, so the press
+    came from elsewhere, and is refused and recorded)."""
     asks = asks_of(context)
     user_id = body["user"]["id"]
     ask = await asks.find(ask_id) if ask_id else None
@@ -50,6 +53,9 @@ async def _pressed_on(
         return None
     if outsider(body, context):
         await tell(client, where_pressed(body), user_id, await refuse_outsider(asks, ask, body))
+        return None
+    if ask.verifier is not None:
+        await tell(client, where_pressed(body), user_id, await refuse_external(asks, ask, user_id))
         return None
     return ask
 

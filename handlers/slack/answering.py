@@ -116,3 +116,12 @@ async def refuse_outsider(asks: Asks, ask: AskRow, body: dict[str, Any]) -> str:
     emit(log, "slack.outsider", level=logging.WARNING, id=ask.id, ref=ref, user=user_id,
          team=team_of(body))
     return replies.outsider_reply(ref)
+
+
+async def refuse_external(asks: Asks, ask: AskRow, user_id: str) -> str:
+    """Record that a person tried to answer an external ask here (only its outside system
+    answers it, through its signed door); the words to tell them."""
+    await asks.refuse(ask, Responder(SURFACE, user_id), NOT_A_RESPONDER, SURFACE)
+    ref = rules.ref(ask)
+    emit(log, "slack.external", id=ask.id, ref=ref, user=user_id)
+    return replies.external_reply(ask, ref)

@@ -152,20 +152,33 @@ def _quorum(ask: AskRow) -> list[dict[str, Any]]:
     return [_context(line)] if line else []
 
 
+def waits_on(ask: AskRow) -> list[dict[str, Any]]:
+    """An external ask, in place of buttons: the outside system it waits on (the verifier
+    aye's config names), which answers through its signed door and never in Slack."""
+    if ask.verifier is None:
+        return []
+    return [_section(
+        f":hourglass_flowing_sand: Waits on *{fit(ask.verifier, 100)}*, an outside system; it "
+        "answers through its signed door, so nobody answers it in Slack."
+    )]
+
+
 def question_message(ask: AskRow, ref: str) -> Message:
     """The message asking people: question, context, media, who it is for, deadline, ref,
-    buttons."""
+    buttons (an external ask: what it waits on instead)."""
 
     def build(pictures: bool) -> list[dict[str, Any]]:
+        by = "Deadline" if ask.verifier is not None else "Answer by"
         who = _context(
             f"*For:* {people(ask.responders)}",
-            f"*Answer by:* {slack_date(ask.deadline)}",
+            f"*{by}:* {slack_date(ask.deadline)}",
             f"*Ref:* `{ref}`",
         )
-        return [_title(ask), *_details_and_media(ask, ref, pictures), who, *_quorum(ask),
-                *buttons(ask)]
+        return [_title(ask), *_details_and_media(ask, ref, pictures), *waits_on(ask), who,
+                *_quorum(ask), *buttons(ask)]
 
-    return _message(ask, _fallback(ask, ref), ask_metadata(ask), build)
+    tail = f" (waits on {fit(ask.verifier, 100)})" if ask.verifier is not None else ""
+    return _message(ask, _fallback(ask, ref, tail), ask_metadata(ask), build)
 
 
 def _escalation_words(ask: AskRow, ref: str) -> tuple[dict[str, Any], str, str]:

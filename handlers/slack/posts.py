@@ -120,9 +120,10 @@ class Posts:
 
     async def remind(self, ask: AskRow, turn: Turn) -> None:
         """Once, in the ask's thread: who it still waits for. Nothing for an ask closed since,
-        or never shown in Slack; a reminder already posted (a crash before the outbox knew) is
-        not posted again."""
-        if ask.status != rules.OPEN:
+        or never shown in Slack, or waiting on an outside system (an external ask: nobody here
+        can answer it); a reminder already posted (a crash before the outbox knew) is not
+        posted again."""
+        if ask.status != rules.OPEN or ask.verifier is not None:
             return
         location = await posts.post_location(self.asks, ask, SURFACE)
         if location is None:

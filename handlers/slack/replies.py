@@ -66,6 +66,18 @@ def not_yours_reply(ref: str) -> str:
     return f"You cannot answer `{ref}`: {rules.REASONS['not_a_responder']}."
 
 
+def external_reply(ask: AskRow, ref: str) -> str:
+    """To a person who tried to answer an external ask: only its outside system answers it."""
+    return (f"Your answer to `{ref}` was not taken: only {fit(ask.verifier or '?', 100)}, an "
+            "outside system, answers it, through its signed door.")
+
+
+def external_error(ask: AskRow) -> str:
+    """The same, under a modal's field (plain text, not mrkdwn)."""
+    return (f"Not taken: only {ask.verifier or '?'}, an outside system, answers this question, "
+            "through its signed door.")
+
+
 def outsider_reply(ref: str) -> str:
     """To a person of another Slack organisation (a Slack Connect channel) who pressed."""
     return f"Your answer to `{ref}` was not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."

@@ -35,7 +35,8 @@ def slack_date(epoch: float) -> str:
 
 
 def person(responder: str) -> str:
-    """A responder (`slack:U…`, `github:x`, `operator:local`, `slack`) as people read it."""
+    """A responder (`slack:U…`, `github:x`, `operator:local`, `slack`, `external:docsign`)
+    as people read it."""
     kind, _, ident = responder.partition(":")
     if kind == "slack":
         return f"<@{ident}>" if ident else "anyone in Slack"
@@ -43,6 +44,8 @@ def person(responder: str) -> str:
         return f"{escape(ident)} on GitHub" if ident else "anyone on GitHub"
     if kind == "operator":
         return "the operator"
+    if kind == "external":  # an external ask's verifier (bot.core.external)
+        return f"{escape(ident)} (an outside system)"
     return escape(responder)
 
 

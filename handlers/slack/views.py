@@ -28,6 +28,7 @@ from handlers.slack.answering import (
     answer_as,
     asks_of,
     outsider,
+    refuse_external,
     refuse_outsider,
     tell,
     where_posted,
@@ -79,6 +80,10 @@ async def _submit(
     if outsider(body, context):  # another organisation's member (Slack Connect): recorded
         await refuse_outsider(asks, ask, body)
         await _errors(ack, first, replies.OUTSIDER_ERROR)
+        return
+    if ask.verifier is not None:  # no modal answers an external ask: refused, recorded
+        await refuse_external(asks, ask, user_id)
+        await _errors(ack, first, replies.external_error(ask))
         return
     try:
         answer = read(ask, view["state"]["values"])

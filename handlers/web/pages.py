@@ -13,6 +13,7 @@ import jinja2
 from aiohttp import web
 
 from bot.core import formats, rules
+from bot.core.answering import NOT_A_RESPONDER
 from bot.core.asks import Asks
 from bot.core.responders import OPERATOR
 from bot.core.types import AnswerResult
@@ -195,6 +196,9 @@ def outcome(result: AnswerResult, ask: AskRow) -> str:
     """What the operator reads after answering: taken with its value, or why not."""
     if result.taken:
         return views.answered_words(result.ask or ask)
+    if ask.verifier is not None and result.reason == NOT_A_RESPONDER:
+        return (f"Not answered: only {ask.verifier}, an outside system, answers this ask, "
+                "through its signed door.")
     misfit = result.misfit
     if misfit is not None:
         return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import answering, formats, rules
+from bot.core import answering, external, formats, rules
 from bot.core.responders import OPERATOR, admitted
 from handlers.web.fields import form_fields
 from store.models import AskRow
@@ -22,6 +22,12 @@ from store.models import AskRow
 LIST_INPUT_LIMIT = 2000
 APPROVAL_CONTROL = "approval"
 KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
+# An external ask's ticket state (bot.core.external.ticket_state) in words; never the ticket.
+TICKET_WORDS = {
+    external.WAITING: "Waiting: its door is open for the outside system's answer",
+    external.USED: "Used: the outside system answered through it",
+    external.DEAD: "Dead: the ask closed without it, and its door is shut",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,9 @@ class Card:
     ending: str | None = None
     note: str | None = None
     history: list[Entry] | None = None
+    # An external ask: the outside system (verifier) it waits on, and its ticket's state.
+    waits_on: str | None = None
+    ticket: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +117,14 @@ def relative(ts: float, now: float) -> str:
 
 
 def who(responder: str) -> str:
-    """`slack:U0123` as `Slack U0123`, `github` as `anyone on GitHub`, the operator as such."""
+    """`slack:U0123` as `Slack U0123`, `github` as `anyone on GitHub`, the operator as such,
+    `external:docsign` as `docsign (an outside system)`."""
     kind, _, ident = responder.partition(":")
     name = KIND_NAMES.get(kind, kind)
     if kind == "operator":
         return name
+    if kind == "external":
+        return f"{ident} (an outside system)"
     if not ident:
         return f"anyone on {name}"
     return f"{name} @{ident}" if kind == "github" else f"{name} {ident}"
@@ -158,6 +170,9 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         shown.pick = formats.bounds(ask)
     if fmt == formats.FORM and not approval:
         shown.fields = form_fields(ask.form_schema or {}, shown.ref)
+    if ask.verifier is not None:
+        shown.waits_on = ask.verifier
+        shown.ticket = TICKET_WORDS.get(external.ticket_state(ask) or "")
     shown.escalation = _escalation(ask, now)
     shown.reminder = _reminder(ask, now)
     if ask.status != rules.OPEN:
