@@ -323,10 +323,10 @@ class AskApi:
             raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
-        if ask.verifier is not None:
+        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
+        if not result.taken and ask.verifier is not None and result.reason == "not_a_responder":
             raise ApiError(403, "not_a_responder", f"refused: only {ask.verifier} answers this "
                            "ask, through its signed door; withdraw it instead")
-        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
         if result.taken:
             return web.json_response(taken(ask, result.ask))
         reason = result.reason or "closed"

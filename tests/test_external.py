@@ -220,8 +220,12 @@ async def test_asking_needs_an_allowed_verifier_a_schema_and_a_public_url(
     assert err["field"] == "schema.type"
     err = await aye.ask(422, question="Colour?", verifier="docsign")
     assert err["field"] == "verifier"
-    status, body = await aye.answer((await external(aye))["id"], GOOD)
-    assert (status, body["error"]) == (403, "not_a_responder")
+    made = await external(aye)
+    status, body = await aye.answer(made["id"], GOOD)
+    assert (status, body["error"]) == (403, "not_a_responder") and "docsign" in body["message"]
+    refused = (await aye.get(made["id"], operator=True))["history"][-1]
+    assert (refused["event"], refused["by"], refused["why"]) == (
+        "refused", "operator:local", "not_a_responder")
 
     for public in (None, "http://aye.example.com"):
         other_db = database_url if "postgresql" in database_url else \
@@ -317,3 +321,16 @@ async def test_the_doors_responses_match_the_openapi_document(
     schema = document["paths"]["/v1/asks/{id}"]["get"]["responses"]["200"]["content"][
         "application/json"]["schema"]
     matches(document, schema, view)
+
+
+async def test_nobody_is_reminded_of_an_external_ask(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.core.config import Defaults
+
+    aye = await started(start_aye, database_url, monkeypatch)
+    aye.asks.defaults = Defaults.model_validate({"question_remind_after": "1m"})
+    view = await aye.get((await external(aye))["id"], operator=True)
+    assert "remind_at" not in view
+    plain = await aye.ask(question="A person's question?")
+    assert "remind_at" in await aye.get(plain["id"], operator=True)

@@ -177,7 +177,7 @@ class Asks:
             ticket_hash=new.ticket_hash,
         )
         remind = self.defaults.question_remind_after
-        if remind is not None and now + remind < deadline:
+        if remind is not None and new.verifier is None and now + remind < deadline:
             values.update(remind_at=now + remind, due_at=now + remind)
         try:
             ask = await self.insert(values, {"agent": agent.name}, agent)
