@@ -18,7 +18,7 @@ from dotenv import load_dotenv
 from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks, Target
 from ask_api.external import Door
-from ask_api.mcp.http import setup as setup_mcp
+from ask_api.mcp.mount import setup as setup_mcp
 from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
 from bot import logs

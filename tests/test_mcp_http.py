@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ask_api.mcp import tools
-from ask_api.mcp.http import MCP
+from ask_api.mcp.mount import MCP
 from ask_api.tokens import TokenBook
 from bot.app import ASKS, create_app
 from bot.config import Config
@@ -328,6 +328,7 @@ async def test_no_token_or_an_unknown_one_is_401_before_any_mcp(aye: Aye) -> Non
     resp = await aye.client.post("/mcp", json=init, headers={
         **headers, "Authorization": f"Bearer {OPERATOR_TOKEN}"})
     assert resp.status == 403 and (await resp.json())["error"] == "agents_only"
+    assert aye.app[MCP].endpoint is None  # nothing of the SDK was loaded or started for them
     with pytest.raises(ExceptionGroup) as refused:  # the SDK's client cannot even connect
         async with connected(aye, token="nope"):
             pass

@@ -7,10 +7,10 @@ each request to that manager through a small ASGI bridge (ask_api/mcp/asgi.py), 
 manager's task group runs for the app's life (a cleanup_ctx). SSE, not `json_response`: with
 JSON responses progress notifications never reach the client.
 
-The bearer token is checked here, before any MCP handling: none or unknown is 401, the
-operator's is 403 `agents_only`. The agent then rides in the ASGI scope: as the SDK's
-authenticated user (a session answers only the agent that opened it) and for the tools, which
-call the core in-process (ask_api/mcp/local.py).
+The bearer token is checked before any MCP handling (ask_api/mcp/mount.py, which also loads
+this module, and the SDK, on the first request that needs them). The agent then rides in the
+ASGI scope: as the SDK's authenticated user (a session answers only the agent that opened
+it) and for the tools, which call the core in-process (ask_api/mcp/local.py).
 """
 
 from __future__ import annotations
@@ -31,13 +31,11 @@ from ask_api.mcp import asgi
 from ask_api.mcp.local import LocalAgent
 from ask_api.mcp.tools import AgentPort, Context, build_server
 from ask_api.routes import CALLER
-from ask_api.schemas import SURROGATE
 from ask_api.tokens import Caller, TokenBook
 from bot.core.asks import Asks
 from bot.core.gates import Gates
 from bot.core.types import AgentInfo
 
-MCP_PATH = "/mcp"
 AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
 # A JSON-RPC envelope around at most 64 KiB of arguments (the API's body limit, checked per call).
 MAX_ENVELOPE = 128 * 1024
@@ -65,29 +63,14 @@ class McpEndpoint:
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
         return LocalAgent(self.asks, self.gates, agent)
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        caller = self._caller(request)
-        if caller is None:
-            return web.json_response(
-                {"error": "unauthorized", "message": "a valid bearer token is required"},
-                status=401, headers={"WWW-Authenticate": 'Bearer realm="aye"'},
-            )
-        if caller.agent is None:
-            return web.json_response(
-                {"error": "agents_only", "message": "/mcp takes an agent's token"}, status=403
-            )
+    async def serve(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        """A request from `caller` (an agent: ask_api/mcp/mount.py checked the token)."""
+        assert caller.agent is not None
         request[CALLER] = caller  # the access line names the agent, as for /v1
         # The SDK binds each session to the principal that opened it; the token never goes in.
         user = AuthenticatedUser(AccessToken(token="", client_id=caller.agent.name, scopes=[]))
         return await asgi.serve(self.manager.handle_request, request,
                                 {"user": user, AGENT: caller.agent})
-
-    def _caller(self, request: web.Request) -> Caller | None:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
-        if scheme.lower() != "bearer" or SURROGATE.search(token):
-            return None
-        return self.tokens.caller(token.strip())
 
     async def lifecycle(self, _app: web.Application) -> AsyncIterator[None]:
         """The session manager's task group, in a task of its own: an anyio task group must be
@@ -148,21 +131,3 @@ def _host_name(host: str) -> str:
     except ValueError:
         return host.lower()
     return f"[{address}]" if address.version == 6 else str(address)
-
-
-
-MCP = web.AppKey("mcp", McpEndpoint)
-
-
-def setup(
-    app: web.Application, asks: Asks, gates: Gates, tokens: TokenBook, *, host: str,
-    public_url: str | None = None,
-) -> McpEndpoint:
-    """Serve `/mcp` from `app`. Call it after the app's own cleanup_ctx is added, so that the
-    store is open before MCP sessions start and closed after they end."""
-    endpoint = McpEndpoint(asks, gates, tokens, transport_security(host, public_url))
-    app[MCP] = endpoint
-    app.router.add_route("*", MCP_PATH, endpoint.handle)
-    app.cleanup_ctx.append(endpoint.lifecycle)
-    return endpoint
-
