@@ -93,7 +93,8 @@ class Callbacks:
         body = json.dumps({"event": EVENT, "ask": ask_view(ask)}, ensure_ascii=False).encode()
         status = await self._post(url, body, target, ask, now)
         if not 200 <= status < 300:
-            raise RetryLater(backoff(ask, now), f"the callback answered {status}")
+            kind = "rate_limited" if status == 429 else "error"
+            raise RetryLater(backoff(ask, now), f"the callback answered {status}", kind)
         self.delivered += 1
         emit(log, "callback.delivered", ask=ask.id, delivery=delivery_id(ask), status=status)
         await self.asks.mark_read(ask)

@@ -23,6 +23,7 @@ from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
 from bot import logs
 from bot.config import AyeConfig, ConfigError, load_config
+from bot.connections import BodyTimeout
 from bot.core.asks import Asks
 from bot.core.clock import Clock
 from bot.core.gates import Gates
@@ -30,6 +31,7 @@ from bot.core.logs import emit
 from bot.core.surface import SurfaceConfigError, SurfacePlugin
 from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
+from bot.metrics import setup as setup_metrics
 from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
@@ -85,6 +87,8 @@ def create_app(
     app.cleanup_ctx.append(_lifecycle)
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
     setup_mcp(app, asks, gates, tokens, host=settings.host, public_url=settings.public_url)
+    # Last: its middleware goes first (it sees every status), its series start with every surface.
+    setup_metrics(app, asks, tokens)
     return app
 
 
@@ -166,6 +170,9 @@ async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
         return response
     except web.HTTPException as exc:
         status = exc.status
+        raise
+    except BodyTimeout:  # the connections' guard (bot/connections.py) answers it 408
+        status = 408
         raise
     finally:
         resource = request.match_info.route.resource

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 
-from bot.core import deadlines, limits, posts
+from bot.core import deadlines, limits, posts, tally
 from bot.core.asks import Asks
 from bot.core.logs import emit
 from bot.core.surface import GiveUp, RetryLater
@@ -60,6 +60,11 @@ async def run_clock(asks: Asks) -> None:
         await asks.clock.sleep_until(until, asks.clock_poke)
 
 
+def waited(wait: RetryLater) -> str:
+    """How a delivery sent back to the outbox for a while ended (bot.core.tally's results)."""
+    return {"rate_limited": tally.RATE_LIMITED, "paced": tally.PACED}.get(wait.kind, tally.ERROR)
+
+
 class Deliverer:
     """Hands outbox rows to their surfaces; failures are retried with backoff, never dropped."""
 
@@ -104,6 +109,7 @@ class Deliverer:
             # The surface is off in this process (its secrets are absent): try later, where
             # a process with it on may pick the row up.
             await self._retry(row, 60.0, "surface not running here")
+            self.asks.tally.delivered(row.surface, tally.NOT_RUNNING)
             return
         async with self._slots:
             try:
@@ -116,23 +122,32 @@ class Deliverer:
                         asyncio.shield(self._retry(row, 0.0, "interrupted")), 2
                     )
                 raise
-            except GiveUp as refused:
-                await self._bury(row, ask, str(refused))
-            except RetryLater as wait:
-                emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
-                     action=row.action, ask=ask.id, after=wait.after, why=str(wait))
-                await self._retry(row, wait.after, str(wait))
             except Exception as exc:
-                if (row.attempts or 0) >= MAX_ATTEMPTS:
-                    why = f"gave up after {row.attempts} attempts: {exc.__class__.__name__}"
-                    await self._bury(row, ask, why)
-                    return
-                emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
-                     action=row.action, ask=ask.id, attempts=row.attempts,
-                     error=exc.__class__.__name__)
-                await self._retry(row, None, exc.__class__.__name__)
+                result = await self._failed(row, ask, exc)
             else:
                 await outbox.finish(self.asks.store, row.id, self.asks.clock.now())
+                result = tally.OK
+        self.asks.tally.delivered(row.surface, result)
+
+    async def _failed(self, row: OutboxRow, ask: AskRow, exc: Exception) -> str:
+        """The row given up (a dead letter) or due again, as `exc` says; how it ended."""
+        if isinstance(exc, GiveUp):
+            await self._bury(row, ask, str(exc))
+            return tally.GAVE_UP
+        if isinstance(exc, RetryLater):
+            emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
+                 action=row.action, ask=ask.id, after=exc.after, why=str(exc))
+            await self._retry(row, exc.after, str(exc))
+            return waited(exc)
+        if (row.attempts or 0) >= MAX_ATTEMPTS:
+            why = f"gave up after {row.attempts} attempts: {exc.__class__.__name__}"
+            await self._bury(row, ask, why)
+            return tally.GAVE_UP
+        emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
+             action=row.action, ask=ask.id, attempts=row.attempts,
+             error=exc.__class__.__name__)
+        await self._retry(row, None, exc.__class__.__name__)
+        return tally.ERROR
 
     async def _bury(self, row: OutboxRow, ask: AskRow, why: str) -> None:
         """A dead letter: never tried again, counted in /healthz, its reason in the history;

@@ -3,24 +3,23 @@
 Each app has a registry of its own, so that several apps in one process (the tests) never
 share the library's global one. The numbers come from three places:
 
-- The event hub (bot/core/events.py): asks created and closed, how long answers took, how late
-  the clock fired. The hub hands a process every change on the store, its own and (PostgreSQL)
-  other processes', so with several processes each one counts every ask: their counters agree
-  with each other instead of adding up (aggregate with `max`, not `sum`). The core publishes
-  nothing else that says which process made a change.
+- What this process did, told by the core and the delivery loop through `asks.tally`
+  (bot/core/tally.py) after each commit: asks created and closed, how long answers took, how
+  late the clock fired, how deliveries to surfaces ended. Per process: with several processes
+  on one PostgreSQL each counts its own work, so aggregate them with `sum`. Nothing here reads
+  the event hub, whose pump then reads the store only while an event stream is open.
 - The store, read at scrape time with one GROUP BY per gauge: open asks, the outbox, how overdue
   the clock's work is. Every process reads the same rows, so these agree across processes.
-- This process: parked waits, event streams, HTTP requests (by route pattern, never a raw path)
-  and the results of surface deliveries.
+- This process's state: parked waits, event streams, HTTP requests (by route pattern, never a
+  raw path), and what the surfaces count themselves (webhook deliveries, connections).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -40,10 +39,12 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from ask_api.tokens import TokenBook
-from bot.core import events, rules
+from bot.connections import BodyTimeout
+from bot.core import rules, tally
 from bot.core.asks import Asks
-from bot.core.events import Event, Subscriber
+from bot.core.tally import Tally
 from store.asks import ASKS
+from store.models import AskRow
 from store.outbox import OUTBOX
 
 log = logging.getLogger("aye.metrics")
@@ -53,8 +54,7 @@ PATH = "/metrics"
 # own choice when a scraper negotiates nothing; its CONTENT_TYPE_LATEST now names 1.0.0).
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 KINDS = (rules.QUESTION, rules.APPROVAL)
-CLOSED = {events.ANSWERED: rules.ANSWERED, events.EXPIRED: rules.EXPIRED,
-          events.WITHDRAWN: rules.WITHDRAWN}
+CLOSED = (rules.ANSWERED, rules.EXPIRED, rules.WITHDRAWN)
 # A parked wait lasts up to 300 s and an event stream for hours: the top buckets hold them.
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 # People answer in seconds to days.
@@ -189,8 +189,59 @@ def route_of(request: web.Request) -> str:
     return resource.canonical if resource is not None else NO_ROUTE
 
 
+class Counts(Tally):
+    """The counters of what this process did, fed as `asks.tally` (bot/core/tally.py)."""
+
+    def __init__(self, registry: CollectorRegistry, surfaces: Iterable[str]) -> None:
+        r = registry
+        self.asks_created = Counter("aye_asks_created", "Asks created", ["kind"], registry=r)
+        self.asks_closed = Counter(
+            "aye_asks_closed", "Asks closed, by how", ["kind", "status"], registry=r
+        )
+        self.answer_seconds = Histogram(
+            "aye_answer_seconds", "From an ask's creation to its answer", ["kind"],
+            buckets=ANSWER_BUCKETS, registry=r,
+        )
+        self.clock_lag = Histogram(
+            "aye_clock_lag_seconds",
+            "How late the clock expired, escalated or reminded an ask after it was due",
+            ["action"], buckets=LAG_BUCKETS, registry=r,
+        )
+        self.surface_calls = Counter(
+            "aye_surface_calls", "Deliveries of outbox rows to a surface, by result",
+            ["surface", "result"], registry=r,
+        )
+        # Every known series from the start: a rate over a series that appears mid-way misses
+        # its first increase.
+        for kind in KINDS:
+            self.asks_created.labels(kind)
+            self.answer_seconds.labels(kind)
+            for status in CLOSED:
+                self.asks_closed.labels(kind, status)
+        for action in tally.ACTIONS:
+            self.clock_lag.labels(action)
+        for surface in surfaces:
+            for result in tally.RESULTS:
+                self.surface_calls.labels(surface, result)
+
+    def created(self, ask: AskRow) -> None:
+        self.asks_created.labels(ask.kind).inc()
+
+    def closed(self, ask: AskRow, status: str, at: float) -> None:
+        self.asks_closed.labels(ask.kind, status).inc()
+        if status == rules.ANSWERED:
+            self.answer_seconds.labels(ask.kind).observe(max(at - ask.created_at, 0.0))
+
+    def fired(self, action: str, late_s: float) -> None:
+        self.clock_lag.labels(action).observe(max(late_s, 0.0))
+
+    def delivered(self, surface: str, result: str) -> None:
+        self.surface_calls.labels(surface, result).inc()
+
+
 class Metrics:
-    """The app's registry and the counters others feed (see `surface_call`)."""
+    """The app's registry: this process's counts (installed as `asks.tally` by `setup`), the
+    HTTP middleware, and the gauges read at each scrape."""
 
     def __init__(self, asks: Asks, tokens: TokenBook) -> None:
         # Counters' `_created` series would double the exposition; process_start_time_seconds
@@ -198,20 +249,7 @@ class Metrics:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.asks, self.tokens = asks, tokens
         self.registry = r = CollectorRegistry()
-        self.created = Counter("aye_asks_created", "Asks created", ["kind"], registry=r)
-        self.closed = Counter("aye_asks_closed", "Asks closed", ["kind", "status"], registry=r)
-        self.answer_seconds = Histogram(
-            "aye_answer_seconds", "From an ask's creation to its answer", ["kind"],
-            buckets=ANSWER_BUCKETS, registry=r,
-        )
-        self.clock_lag = Histogram(
-            "aye_clock_lag_seconds", "How late deadlines (expire) and escalations fired",
-            ["action"], buckets=LAG_BUCKETS, registry=r,
-        )
-        self.surface_calls = Counter(
-            "aye_surface_calls", "Outbox deliveries to a surface, by result",
-            ["surface", "result"], registry=r,
-        )
+        self.counts = Counts(r, asks.surfaces)
         self.http_requests = Counter(
             "aye_http_requests", "HTTP requests", ["method", "route", "status"], registry=r
         )
@@ -223,71 +261,12 @@ class Metrics:
             lambda: len(asks.waiters)
         )
         Gauge("aye_event_streams", "Event streams connected", registry=r).set_function(
-            self._streams
+            lambda: len(asks.events.subscribers)
         )
         self.store_facts = StoreCollector(asks)
         r.register(self.store_facts)
         r.register(SurfaceCollector(asks))
         ProcessCollector(registry=r)
-        self._sub: Subscriber | None = None
-        self._zeroes()
-
-    def _zeroes(self) -> None:
-        # Every known series from the start: a rate over a series that appears mid-way misses
-        # its first increase.
-        for kind in KINDS:
-            self.created.labels(kind)
-            self.answer_seconds.labels(kind)
-            for status in CLOSED.values():
-                self.closed.labels(kind, status)
-        for action in ("expire", "escalate"):
-            self.clock_lag.labels(action)
-
-    def _streams(self) -> int:
-        subscribers = self.asks.events.subscribers
-        return len(subscribers) - (self._sub in subscribers)
-
-    def surface_call(self, surface: str, result: str) -> None:
-        """One delivery to `surface` ended: ok, rate_limited, gave_up, error or not_running."""
-        self.surface_calls.labels(surface, result).inc()
-
-    # -- the event hub -----------------------------------------------------------------------
-
-    def count(self, event: Event) -> None:
-        ask = event.ask
-        if event.name == events.CREATED:
-            self.created.labels(ask.kind).inc()
-        elif event.name in CLOSED:
-            self.closed.labels(ask.kind, CLOSED[event.name]).inc()
-            if ask.closed_at is not None and event.name == events.ANSWERED:
-                self.answer_seconds.labels(ask.kind).observe(max(ask.closed_at - ask.created_at, 0))
-            if ask.closed_at is not None and event.name == events.EXPIRED:
-                self.clock_lag.labels("expire").observe(max(ask.closed_at - ask.deadline, 0))
-        elif event.name == events.ESCALATED:
-            if ask.escalated_at is not None and ask.escalate_at is not None:
-                self.clock_lag.labels("escalate").observe(max(ask.escalated_at - ask.escalate_at, 0))
-
-    async def counting(self, _app: web.Application) -> AsyncIterator[None]:
-        """A cleanup_ctx: reads the hub for as long as the app runs."""
-        self._sub = self.asks.events.subscribe(None)
-        task = asyncio.create_task(self._read_events(), name="aye-metrics")
-        yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        if self._sub is not None:
-            self.asks.events.unsubscribe(self._sub)
-
-    async def _read_events(self) -> None:
-        while self._sub is not None:
-            event = await self._sub.queue.get()
-            if event is not None:
-                self.count(event)
-            elif self.asks.closing:  # the hub ended every stream: the process is stopping
-                return
-            else:  # ended as too far behind (it never should be): what was missed is lost
-                log.warning("metrics: the event hub dropped the metrics' stream; resubscribing")
-                self._sub = self.asks.events.subscribe(None)
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -301,6 +280,9 @@ class Metrics:
             return response
         except web.HTTPException as exc:
             status = exc.status
+            raise
+        except BodyTimeout:  # the connections' guard (bot/connections.py) answers it
+            status = 408
             raise
         except asyncio.CancelledError:
             status = CLIENT_GONE
@@ -336,11 +318,12 @@ METRICS = web.AppKey("metrics", Metrics)
 
 
 def setup(app: web.Application, asks: Asks, tokens: TokenBook) -> Metrics:
-    """`GET /metrics`, the HTTP middleware (outermost: it sees every status the others set)
-    and the hub's reader; the Metrics also at `app[METRICS]`."""
+    """`GET /metrics`, the HTTP middleware (outermost: it sees every status the others set),
+    and the counts as `asks.tally`; the Metrics also at `app[METRICS]`. Call it once the
+    surfaces are added (their series start at zero)."""
     metrics = Metrics(asks, tokens)
     app[METRICS] = metrics
+    asks.tally = metrics.counts
     app.middlewares.insert(0, metrics.middleware)
     app.add_routes([web.get(PATH, metrics.scrape)])
-    app.cleanup_ctx.append(metrics.counting)
     return metrics

@@ -16,7 +16,7 @@ AYE = frozenset(PACKAGES)
 PROCESS = (
     "bot.app", "bot.surfaces", "bot.config", "bot.settings", "bot.loops", "bot.cli",
     "bot.tokens", "bot.listener", "bot.logs", "bot.cli_text", "bot.cli_formats", "bot.cli_show",
-    "bot.cli_watch", "bot.cli_mcp",
+    "bot.cli_watch", "bot.cli_mcp", "bot.metrics",
 )
 SHARED_HANDLERS = ("handlers.env", "handlers.retry")
 MAX_FILE_LINES = 400

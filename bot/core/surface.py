@@ -34,11 +34,13 @@ REMIND = "remind"  # still open when its reminder came: remind its people, once
 
 
 class RetryLater(Exception):
-    """Raised by `deliver` when the far side asked to wait (a 429's Retry-After)."""
+    """Raised by `deliver` when the far side asked to wait (a 429's Retry-After): `kind` says
+    why, for the metrics: `rate_limited` (the far side's limit), `paced` (aye's own pacing, no
+    call made) or `error` (anything else worth waiting out)."""
 
-    def __init__(self, after: float, why: str = "rate limited") -> None:
+    def __init__(self, after: float, why: str = "rate limited", kind: str = "error") -> None:
         super().__init__(why)
-        self.after = after
+        self.after, self.kind = after, kind
 
 
 class GiveUp(Exception):

@@ -232,7 +232,8 @@ class GitHubSurface:
         if what.reauth:
             self.auth.forget(installation_id, repo)
         if what.wait is not None:
-            raise RetryLater(what.wait, f"github {status}") from None
+            # GitHub's surface waits only for its rate limits (a 429, or a 403 saying so).
+            raise RetryLater(what.wait, f"github {status}", "rate_limited") from None
         if what.retry:
             raise exc  # the outbox's backoff
         emit(log, "github.gave_up", level=logging.WARNING, ask=ask.id, action=action,

@@ -301,7 +301,7 @@ class Pacer:
     def _send_away(place: _Place, now: float, at_least: float = 0.0) -> RetryLater:
         """Back to the outbox, due at its slot (or in `at_least`), keeping its place."""
         place.state, place.told, place.returning, place.moved = AWAY, True, False, False
-        return RetryLater(max(place.slot - now, at_least), "slack channel paced")
+        return RetryLater(max(place.slot - now, at_least), "slack channel paced", "paced")
 
     def _sweep(self, now: float) -> None:
         """Now and then: forget places of rows that never came back, drop idle lines."""

@@ -368,7 +368,8 @@ class SlackSurface:
         emit(log, "slack.call_failed", level=logging.WARNING, id=ask.id, action=action,
              status=status, slack_error=code)
         if status == 429:
-            return RetryLater(retry_after(exc.response.headers), "slack rate limited")
+            return RetryLater(retry_after(exc.response.headers), "slack rate limited",
+                              "rate_limited")
         if code in ("invalid_auth", "not_authed", "account_inactive", "token_revoked",
                     "token_expired"):
             if not _refused(self._auth):
