@@ -201,6 +201,8 @@ class Server:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "server.log"
+        # What the venv's python runs (bench_ops.py runs a variant: serve_unlimited.py).
+        self.command = ["-m", "bot", "serve"]
 
     @property
     def url(self) -> str:
@@ -237,7 +239,7 @@ class Server:
         python = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
         with self.log_path.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(python), "-m", "bot", "serve"], cwd=ROOT, env=env, stdout=out,
+                [str(python), *self.command], cwd=ROOT, env=env, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=server_preexec,
             )
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
@@ -667,6 +669,8 @@ ASK_BASE: dict[str, Any] = {
     "format": "choice", "form_schema": "null", "pick_min": None, "pick_max": None,
     "media": "null", "approvals_needed": None, "approvers": "null", "self_check": None,
     "remind_at": None, "reminded_at": None, "callback_url": None,
+    # Since external answers (migration 0009).
+    "verifier": None, "ticket_hash": None, "delivery_digest": None,
 }
 CREATED_DETAIL = json.dumps({"agent": "default"})
 ANSWERED_DETAIL = json.dumps({"by": "operator:local", "surface": "cli"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -42,6 +42,28 @@ def _bump(insert: Any) -> Any:
 # Built once per dialect: these run on every create and close.
 HIT = {True: _hit(pg_insert), False: _hit(sqlite_insert)}
 BUMP = {True: _bump(pg_insert), False: _bump(sqlite_insert)}
+
+
+# PostgreSQL: both counters in one round trip (a batch of creates takes them once).
+HIT_AND_OPEN = text(
+    "WITH hit AS (INSERT INTO rates (agent, \"window\", hits) VALUES (:agent, :window, :k) "
+    "ON CONFLICT (agent, \"window\") DO UPDATE SET hits = rates.hits + :k RETURNING hits), "
+    "opened AS (INSERT INTO open_counts (agent, open) VALUES (:agent, :n) "
+    "ON CONFLICT (agent) DO UPDATE SET open = open_counts.open + :n RETURNING open) "
+    "SELECT hit.hits, opened.open FROM hit, opened"
+)
+
+
+async def hit_and_open(
+    conn: Conn, agent: str, window: int, k: int, n: int, postgres: bool
+) -> tuple[int, int]:
+    """`k` more hits in `agent`'s window and `n` more open asks: both counts after."""
+    if not postgres:
+        return await hit(conn, agent, window, postgres, k), await bump_open(conn, agent, n, postgres)
+    found = (await conn.execute(
+        HIT_AND_OPEN, {"agent": agent, "window": window, "k": k, "n": n}
+    )).one()
+    return int(found[0]), int(found[1])
 
 
 async def hit(conn: Conn, agent: str, window: int, postgres: bool, k: int = 1) -> int:

@@ -34,6 +34,15 @@ async def test_a_limit_crossed_inside_a_batch_refuses_only_the_asks_past_it(
     assert {ask_id for ask_id, _ in surface.delivered} == made  # each posted once
 
 
+async def test_a_rate_crossed_inside_a_batch_refuses_only_the_asks_past_it(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await start(start_aye, database_url, limited(monkeypatch, asks_per_minute=5))
+    results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(12)))
+    assert sorted(status for status, _, _ in results) == [201] * 5 + [429] * 7
+    assert {body["error"] for status, _, body in results if status == 429} == {"rate_limited"}
+
+
 async def test_the_same_key_at_once_makes_one_ask(
     start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -106,12 +106,10 @@ async def write(asks: Asks, batch: list[Pending]) -> list[tuple[AskRow, bool]]:
         by_agent[pending.values["agent"]].append(pending)
     async with asks.store.write() as conn:
         for name, mine in by_agent.items():
-            counted = [p for p in mine if p.agent is not None and not p.counted]
-            if counted and counted[0].agent is not None:
-                at = max(p.values["created_at"] for p in counted)
-                await limits.count(conn, counted[0].agent, at, postgres, len(counted))
+            hits = sum(1 for p in mine if p.agent is not None and not p.counted)
             info = next((p.agent for p in mine if p.agent is not None), None)
-            await limits.opened(conn, name, info, postgres, len(mine))
+            at = max(p.values["created_at"] for p in mine)
+            await limits.counted_and_opened(conn, name, info, at, hits, len(mine), postgres)
         made = await q.insert_many(conn, [p.values for p in batch])
         await q.add_histories(conn, [
             {"ask_seq": ask.seq, "at": ask.created_at, "event": "created", "detail": p.detail}

@@ -34,6 +34,25 @@ async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool, k: int
                       f"more than {agent.asks_per_minute} asks, calls and starts a minute")
 
 
+async def counted_and_opened(
+    conn: Conn, name: str, agent: AgentInfo | None, now: float, hits: int, new_open: int,
+    postgres: bool,
+) -> None:
+    """`count` (`hits` of them) and `opened` (`new_open` asks) at once, for a batch of creates:
+    one round trip on PostgreSQL. Limited past either."""
+    if agent is None or hits == 0:
+        await opened(conn, name, agent, postgres, new_open)
+        return
+    window = int(now // WINDOW_S) * WINDOW_S
+    now_hits, now_open = await rates.hit_and_open(conn, name, window, hits, new_open, postgres)
+    if now_hits > agent.asks_per_minute:
+        raise Limited(RATE_LIMITED, max(1, math.ceil(window + WINDOW_S - now)),
+                      f"more than {agent.asks_per_minute} asks, calls and starts a minute")
+    if now_open > agent.max_open:
+        raise Limited(TOO_MANY_OPEN, OPEN_RETRY_S,
+                      f"{agent.max_open} asks are open already: wait for some to close")
+
+
 async def opened(
     conn: Conn, name: str, agent: AgentInfo | None, postgres: bool, k: int = 1
 ) -> None:
