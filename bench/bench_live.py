@@ -37,6 +37,7 @@ from bench_asks import (
     Server,
     ServerError,
     api_for,
+    bench_args,
     cancel_all,
     fmt_ms,
     log,
@@ -44,6 +45,7 @@ from bench_asks import (
     ms,
     percentile,
     pg_dsn,
+    print_report,
     raise_nofile,
     reset_pg,
     running,
@@ -631,49 +633,15 @@ def fill_table(results: Results, counts: Counts, got: Measured) -> None:
 
 def print_table(results: Results, info: dict[str, str], args: argparse.Namespace,
                 elapsed: float, server_lines: list[str]) -> None:
-    head = ("metric", "value", "target", "ok")
-    widths = [max(len(r[i]) for r in [head, *results.rows]) for i in range(4)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    backend = "PostgreSQL" if args.postgres else "SQLite"
-    print()
-    print(f"aye inbox and event stream benchmark: {backend}{' (--quick)' if args.quick else ''}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"machine: {info['cpus']} CPUs ({info['cpu']}), {info['memory']} RAM, "
-          f"Linux {info['kernel']}, Python {info['python']}, aiohttp {info['aiohttp']}; "
-          f"server and bench on the same machine; load average at start {info['load']}, "
-          f"at the end {machine_info()['load']}")
-    print("latencies are client-observed, on localhost: from sending the request to the body "
-          "(inbox) or the event (stream) having been read")
-    print()
-    print(line(head))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in results.rows:
-        print(line(row))
-    print()
-    print(f"whole run {elapsed / 60:.1f} min")
-    for failure in results.failures:
-        print(f"FAILED {failure}")
-    if server_lines:
-        print(f"server log: {len(server_lines)} warning/error lines, the last ones:")
-        for text in server_lines[-5:]:
-            print(f"  {text[:300]}")
+    header = [f"load average at the end {machine_info()['load']}; latencies are "
+              "client-observed, on localhost: from sending the request to the body (inbox) or "
+              "the event (stream) having been read"]
+    print_report("aye inbox and event stream benchmark", results, info, args, elapsed,
+                 server_lines, header=header)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="smaller counts, for a smoke run")
-    parser.add_argument("--postgres", action="store_true",
-                        help="run on PostgreSQL; DROPS AND RECREATES the schema public there")
-    parser.add_argument("--pg-url", default=DEFAULT_PG_URL,
-                        help=f"SQLAlchemy URL of the PostgreSQL database (default {DEFAULT_PG_URL}; "
-                             "created when missing)")
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the temp folder (store, server log) and print its path")
-    args = parser.parse_args()
-    return asyncio.run(run(args))
+    return asyncio.run(run(bench_args(DEFAULT_PG_URL)))
 
 
 if __name__ == "__main__":
