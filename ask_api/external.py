@@ -64,8 +64,9 @@ class Buckets:
 
 
 class Door:
-    def __init__(self, asks: Asks, verifiers: Mapping[str, Verifier]) -> None:
-        self.asks = asks
+    def __init__(self, asks: Asks, verifiers: Mapping[str, Verifier], key: bytes) -> None:
+        """`key` keys the digests of accepted deliveries (bot.core.external.digest)."""
+        self.asks, self.key = asks, key
         self.verifiers = dict(verifiers)
         self.buckets = Buckets()
 
@@ -96,7 +97,7 @@ class Door:
             emit(log, "external.unsigned", id=ask.id, ref=rules.ref(ask), verifier=verifier.name)
             raise _unsigned()
         payload = await self._payload(ask, body) if ask.status == rules.OPEN else None
-        done = await external.deliver(self.asks, ask, body, payload)
+        done = await external.deliver(self.asks, ask, external.digest(body, self.key), payload)
         emit(log, "external.delivery", id=ask.id, ref=rules.ref(ask), verifier=verifier.name,
              outcome=done.outcome)
         if done.outcome in ("taken", "already_answered"):

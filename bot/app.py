@@ -70,7 +70,8 @@ def create_app(
     asks.add_surface(Callbacks(asks, callback_targets(config)))
     gates = Gates(asks, config.gates)
     api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url)
-    door = Door(asks, {v.name: v.build() for v in config.verifiers})
+    door = Door(asks, {v.name: v.build() for v in config.verifiers},
+                key=tokens.derived_key(b"external deliveries"))
     app = web.Application(middlewares=[access_log, errors, api.auth], client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]

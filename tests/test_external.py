@@ -4,6 +4,7 @@ ask with a signed payload that must fit the schema the ask pinned."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -103,6 +104,10 @@ async def test_a_signed_payload_that_fits_answers_the_ask_and_wakes_the_agent(
     assert view["answered_by"] == "external:docsign" and view["ticket"] == "used"
     assert view["responders"] == ["external:docsign"]
     assert ticket not in json.dumps(view)
+    row = await aye.asks.find(ask["id"])
+    assert row is not None and row.ticket_hash == hashlib.sha256(ticket.encode()).hexdigest()
+    # The accepted delivery's fingerprint is keyed: the store alone cannot confirm a guess.
+    assert row.delivery_digest not in (None, hashlib.sha256(json.dumps(GOOD).encode()).hexdigest())
 
 
 async def test_the_signature_is_checked_before_anything_about_the_ticket(

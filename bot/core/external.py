@@ -10,6 +10,7 @@ digest, so the same delivery again is a repeat, not a refusal.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import secrets
 from dataclasses import dataclass
@@ -43,8 +44,10 @@ def ticket_hash(ticket: str) -> str:
     return hashlib.sha256(ticket.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def digest(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()
+def digest(body: bytes, key: bytes) -> str:
+    """The delivery's fingerprint, keyed (HMAC-SHA256 with a key the store does not hold): a
+    leaked database cannot confirm a guess at what a sensitive payload was."""
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def responder(verifier: str) -> Responder:
@@ -69,11 +72,10 @@ class Delivered:
     result: AnswerResult | None = None
 
 
-async def deliver(asks: Asks, ask: AskRow, body: bytes, payload: Any) -> Delivered:
+async def deliver(asks: Asks, ask: AskRow, seen: str, payload: Any) -> Delivered:
     """Answer `ask` with the outside system's `payload` (its signature already checked), in
-    one conditional write; a payload that does not fit the ask's schema is refused and
-    recorded, and the ticket stays usable."""
-    seen = digest(body)
+    one conditional write, remembering the delivery's `seen` digest; a payload that does not
+    fit the ask's schema is refused and recorded, and the ticket stays usable."""
     if ask.status != rules.OPEN:
         return Delivered("already_answered" if ask.delivery_digest == seen else "dead")
     person = responder(ask.verifier or "")
