@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ask_api.creating import may_call_back, new_ask
 from ask_api.events import stream
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
@@ -15,20 +16,17 @@ from ask_api.openapi import OpenApi
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
-    FormatProblem,
     WaitBody,
     bodies,
-    check_format,
-    parse_time,
 )
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
 from bot.core import external, formats, rules, starts
 from bot.core.asks import Asks
-from bot.core.config import MAX_TIMEOUT_S, gate_for
+from bot.core.config import gate_for
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
-from bot.core.types import CallDecision, KeyReused, NewAsk, NoReachableResponder
+from bot.core.types import CallDecision, KeyReused, NoReachableResponder
 
 log = logging.getLogger("aye.api")
 
@@ -154,26 +152,6 @@ class AskApi:
             raise ApiError(404, "not_found", "no such ask")
         return caller, ask
 
-    @staticmethod
-    def _may_call_back(caller: Caller, url: str | None) -> None:
-        """A callback goes only where the operator allowed this agent's, signed: 422 else."""
-        if url is None or caller.agent is None or caller.agent.may_call_back(url):
-            return
-        why = ("this agent has no callback_secret_env" if not caller.agent.signs_callbacks
-               else "is not under this agent's callback_urls")
-        raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
-
-    def _deadline(self, given: Any) -> float | None:
-        """An ask's deadline as epoch seconds: in the future, at most 8760h ahead (422 else)."""
-        if given is None:
-            return None
-        now, deadline = self.asks.clock.now(), parse_time(given)
-        if deadline <= now:
-            raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
-        if deadline > now + MAX_TIMEOUT_S:
-            raise ApiError(422, "invalid_field", "deadline: at most 8760h ahead", "deadline")
-        return deadline
-
     def _door(self, caller: Caller, verifier: str) -> tuple[str, str]:
         """A new ticket for an external ask's door (and its hash), once the agent may name
         `verifier` and outside systems can reach aye: 422 otherwise."""
@@ -208,30 +186,11 @@ class AskApi:
     async def create(self, request: web.Request) -> web.Response:
         caller = self._agent(request)
         body, raw = await parse(request, self.bodies.ask)
-        deadline = self._deadline(body.deadline)
-        if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
-            raise ApiError(
-                422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
-            )
-        self._may_call_back(caller, body.callback_url)
-        try:
-            fmt = check_format(body)
-        except FormatProblem as problem:
-            raise ApiError(422, "invalid_field", str(problem), problem.field) from None
-        ticket, ticket_hash = (
-            self._door(caller, body.verifier or "") if fmt == formats.EXTERNAL else (None, None)
-        )
-        new = NewAsk(
-            question=body.question, options=body.options, context=body.context,
-            deadline=deadline, timeout_s=body.timeout_s,
-            work=body.work.as_dict() if body.work else None, key=body.key,
-            sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
-            pick_min=body.min, pick_max=body.max,
-            media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
-            callback_url=body.callback_url, verifier=body.verifier,
-            ticket_hash=ticket_hash,
-        )
         assert caller.agent is not None
+        new = new_ask(caller.agent, body, raw, self.asks.clock.now())
+        ticket = None
+        if new.format == formats.EXTERNAL:
+            ticket, new.ticket_hash = self._door(caller, body.verifier or "")
         try:
             ask, created = await self.asks.create_question(caller.agent, new)
         except KeyReused:
@@ -349,7 +308,7 @@ class AskApi:
         caller = self._agent(request)
         body, _ = await parse(request, self.bodies.start)
         assert caller.agent is not None
-        self._may_call_back(caller, body.callback_url)
+        may_call_back(caller.agent, body.callback_url)
         what = body.model_dump(include={"title", "links", "trigger"}, exclude_none=True)
         await self.asks.count_hit(caller.agent)
         decision = await starts.start(
@@ -362,7 +321,7 @@ class AskApi:
         body, _ = await parse(request, self.bodies.call)
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
-        self._may_call_back(caller, body.callback_url)
+        may_call_back(caller.agent, body.callback_url)
         await self.asks.count_hit(caller.agent)
         decision = await self.gates.call(
             caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url

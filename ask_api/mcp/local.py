@@ -11,15 +11,15 @@ from typing import Any
 
 import sqlalchemy.exc
 
+from ask_api.creating import may_call_back, new_ask
 from ask_api.http import ApiError
 from ask_api.routes import decided
-from ask_api.schemas import AskBodyBase, CallBodyBase, FormatProblem, check_format, parse_time
+from ask_api.schemas import AskBodyBase, CallBodyBase
 from ask_api.views import ask_view
 from bot.core.asks import Asks
-from bot.core.config import MAX_TIMEOUT_S
 from bot.core.gates import Gates
 from bot.core.limits import Limited
-from bot.core.types import AgentInfo, CallDecision, KeyReused, NewAsk, NoReachableResponder
+from bot.core.types import AgentInfo, CallDecision, KeyReused, NoReachableResponder
 from store.models import AskRow
 
 
@@ -79,48 +79,6 @@ class LocalAgent:
             return ask_view(ask)
         self.asks.read_later(ask)
         return ask_view(ask)
-
-
-def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float) -> NewAsk:
-    """The question POST /v1/asks creates from this body (the checks of AskApi.create, in its
-    order): its deadline in the future and within a year, a callback only where the operator
-    allowed this agent's, its format going with its options, schema and bounds; ApiError
-    otherwise."""
-    deadline = None
-    if body.deadline is not None:
-        deadline = parse_time(body.deadline)
-        if deadline <= now:
-            raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
-        if deadline > now + MAX_TIMEOUT_S:
-            raise ApiError(422, "invalid_field", "deadline: at most 8760h ahead", "deadline")
-    if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
-        raise ApiError(
-            422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
-        )
-    may_call_back(agent, body.callback_url)
-    try:
-        fmt = check_format(body)
-    except FormatProblem as problem:
-        raise ApiError(422, "invalid_field", str(problem), problem.field) from None
-    return NewAsk(
-        question=body.question, options=body.options, context=body.context,
-        deadline=deadline, timeout_s=body.timeout_s,
-        work=body.work.as_dict() if body.work else None, key=body.key,
-        sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
-        pick_min=body.min, pick_max=body.max,
-        media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
-        callback_url=body.callback_url,
-    )
-
-
-def may_call_back(agent: AgentInfo, url: str | None) -> None:
-    """A callback goes only where the operator allowed this agent's, signed (as the routes'
-    AskApi._may_call_back): 422 naming callback_url otherwise."""
-    if url is None or agent.may_call_back(url):
-        return
-    why = ("this agent has no callback_secret_env" if not agent.signs_callbacks
-           else "is not under this agent's callback_urls")
-    raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
 
 
 def call_reply(decision: CallDecision) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""What an agent's new question is, checked the same way whichever way it came (POST /v1/asks,
+or MCP's ask tool in-process): NewAsk for the core, or the API's error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ask_api.http import ApiError
+from ask_api.schemas import AskBodyBase, FormatProblem, check_format, parse_time
+from bot.core.config import MAX_TIMEOUT_S
+from bot.core.types import AgentInfo, NewAsk
+
+
+def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float) -> NewAsk:
+    """The question this body asks (for POST /v1/asks and MCP's ask tool alike): its deadline
+    in the future and within a year, a callback only where the operator allowed this agent's,
+    its format going with its options, schema and bounds; ApiError otherwise."""
+    deadline = None
+    if body.deadline is not None:
+        deadline = parse_time(body.deadline)
+        if deadline <= now:
+            raise ApiError(422, "invalid_field", "deadline: must be in the future", "deadline")
+        if deadline > now + MAX_TIMEOUT_S:
+            raise ApiError(422, "invalid_field", "deadline: at most 8760h ahead", "deadline")
+    if body.timeout_s is not None and not 0 < body.timeout_s <= MAX_TIMEOUT_S:
+        raise ApiError(
+            422, "invalid_field", "timeout_s: must be 1 to 31536000 seconds", "timeout_s"
+        )
+    may_call_back(agent, body.callback_url)
+    try:
+        fmt = check_format(body)
+    except FormatProblem as problem:
+        raise ApiError(422, "invalid_field", str(problem), problem.field) from None
+    return NewAsk(
+        question=body.question, options=body.options, context=body.context,
+        deadline=deadline, timeout_s=body.timeout_s,
+        work=body.work.as_dict() if body.work else None, key=body.key,
+        sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
+        pick_min=body.min, pick_max=body.max,
+        media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
+        callback_url=body.callback_url, verifier=body.verifier,
+    )
+
+
+def may_call_back(agent: AgentInfo, url: str | None) -> None:
+    """A callback goes only where the operator allowed this agent's, signed: 422 naming
+    callback_url otherwise."""
+    if url is None or agent.may_call_back(url):
+        return
+    why = ("this agent has no callback_secret_env" if not agent.signs_callbacks
+           else "is not under this agent's callback_urls")
+    raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
