@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -172,14 +173,9 @@ def check_format(body: AskBodyBase) -> str:
     if fmt == formats.EXTERNAL:
         _external(body)
     elif fmt == formats.FORM:
-        if body.form_schema is None:
-            raise FormatProblem("schema", "a form needs a schema")
-        try:
-            forms.check(body.form_schema)
-        except forms.SchemaProblem as problem:
-            raise FormatProblem(problem.field, problem.words) from None
+        _schema(body, forms.check, "a form needs a schema")
     elif body.form_schema is not None:
-        raise FormatProblem("schema", 'only a form (format "form") takes a schema')
+        raise FormatProblem("schema", 'only a form or an external ask takes a schema')
     if fmt != formats.MULTI:
         for name in ("min", "max"):
             if getattr(body, name) is not None:
@@ -201,10 +197,15 @@ def _external(body: AskBodyBase) -> None:
     schema, which may be any JSON Schema."""
     if body.verifier is None:
         raise FormatProblem("verifier", "an external ask needs the verifier its door checks")
+    _schema(body, payloads.check, "an external ask needs the schema of the payload it waits for")
+
+
+def _schema(body: AskBodyBase, check: Callable[[Any], object], missing: str) -> None:
+    """The ask's schema, present and passing `check` (the form subset, or any JSON Schema)."""
     if body.form_schema is None:
-        raise FormatProblem("schema", "an external ask needs the schema of the payload it waits for")
+        raise FormatProblem("schema", missing)
     try:
-        payloads.check(body.form_schema)
+        check(body.form_schema)
     except forms.SchemaProblem as problem:
         raise FormatProblem(problem.field, problem.words) from None
 
