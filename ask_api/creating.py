@@ -7,8 +7,10 @@ from typing import Any
 
 from ask_api.http import ApiError
 from ask_api.schemas import AskBodyBase, FormatProblem, check_format, parse_time
+from bot.core.asks import Asks
 from bot.core.config import MAX_TIMEOUT_S
-from bot.core.types import AgentInfo, NewAsk
+from bot.core.types import AgentInfo, KeyReused, NewAsk, NoReachableResponder
+from store.models import AskRow
 
 
 def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float) -> NewAsk:
@@ -40,6 +42,22 @@ def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float
         media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
         callback_url=body.callback_url, verifier=body.verifier,
     )
+
+
+async def create(asks: Asks, agent: AgentInfo, new: NewAsk) -> tuple[AskRow, bool]:
+    """The core's create_question, its refusals as the API's errors: (the ask, whether it is
+    new) or ApiError (409 key_reused, 422 no_reachable_responder)."""
+    try:
+        return await asks.create_question(agent, new)
+    except KeyReused:
+        raise ApiError(
+            409, "key_reused", "this key was used before with a different body", "key"
+        ) from None
+    except NoReachableResponder:
+        raise ApiError(
+            422, "no_reachable_responder",
+            "none of this question's responders can be reached on a running surface",
+        ) from None
 
 
 def may_call_back(agent: AgentInfo, url: str | None) -> None:

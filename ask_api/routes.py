@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ask_api.creating import may_call_back, new_ask
+from ask_api.creating import create, may_call_back, new_ask
 from ask_api.events import stream
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
@@ -26,7 +26,7 @@ from bot.core.asks import Asks
 from bot.core.config import gate_for
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
-from bot.core.types import CallDecision, KeyReused, NoReachableResponder
+from bot.core.types import CallDecision
 
 log = logging.getLogger("aye.api")
 
@@ -191,17 +191,7 @@ class AskApi:
         ticket = None
         if new.format == formats.EXTERNAL:
             ticket, new.ticket_hash = self._door(caller, body.verifier or "")
-        try:
-            ask, created = await self.asks.create_question(caller.agent, new)
-        except KeyReused:
-            raise ApiError(
-                409, "key_reused", "this key was used before with a different body", "key"
-            ) from None
-        except NoReachableResponder:
-            raise ApiError(
-                422, "no_reachable_responder",
-                "none of this question's responders can be reached on a running surface",
-            ) from None
+        ask, created = await create(self.asks, caller.agent, new)
         if created:
             view = ask_view(ask)
             if ticket is not None:  # the only time the ticket is shown: the store has its hash

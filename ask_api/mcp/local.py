@@ -11,7 +11,7 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from ask_api.creating import may_call_back, new_ask
+from ask_api.creating import create, may_call_back, new_ask
 from ask_api.http import ApiError
 from ask_api.routes import decided
 from ask_api.schemas import AskBodyBase, CallBodyBase
@@ -19,7 +19,7 @@ from ask_api.views import ask_view
 from bot.core.asks import Asks
 from bot.core.gates import Gates
 from bot.core.limits import Limited
-from bot.core.types import AgentInfo, CallDecision, KeyReused, NoReachableResponder
+from bot.core.types import AgentInfo, CallDecision
 from store.models import AskRow
 
 
@@ -32,17 +32,7 @@ class LocalAgent:
     async def create(self, body: AskBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
         new = new_ask(self.agent, body, raw, self.asks.clock.now())
         with _store_errors():
-            try:
-                ask, created = await self.asks.create_question(self.agent, new)
-            except KeyReused:
-                raise ApiError(
-                    409, "key_reused", "this key was used before with a different body", "key"
-                ) from None
-            except NoReachableResponder:
-                raise ApiError(
-                    422, "no_reachable_responder",
-                    "none of this question's responders can be reached on a running surface",
-                ) from None
+            ask, created = await create(self.asks, self.agent, new)
             # A repeated key gives the earlier ask as it stands: a read like any other.
             return ask_view(ask) if created else await self._read(ask)
 
