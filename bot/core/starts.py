@@ -76,3 +76,28 @@ async def _ask(
         return CallDecision(PENDING, pending)
     emit(log, "start.pending", ask=ask.id, agent=agent.name, kind=rules.work_kind(work))
     return CallDecision(PENDING, ask)
+
+
+# -- a start, as surfaces put it in words -----------------------------------------------------
+
+
+def is_start(ask: AskRow) -> bool:
+    return ask.kind == rules.APPROVAL and ask.operation == START
+
+
+def said(ask: AskRow, key: str) -> str | None:
+    """What the start's agent gave as `key` (title, trigger), unescaped; None when blank."""
+    given = ask.call_input if isinstance(ask.call_input, dict) else {}
+    value = given.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def starter(ask: AskRow) -> str:
+    """The agent that would start (as the start recorded it), unescaped."""
+    return said(ask, "agent") or ask.agent
+
+
+def links(ask: AskRow) -> list[str]:
+    """The links the start's agent gave, unescaped."""
+    given = ask.call_input if isinstance(ask.call_input, dict) else {}
+    return [link for link in given.get("links") or [] if isinstance(link, str)]

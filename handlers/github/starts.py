@@ -5,11 +5,11 @@ whose text is its own address, with its host shown, as the media of a question a
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
 
 from bot.core import rules
-from bot.core.config import START
+from bot.core import starts as core_starts
+from bot.core.starts import is_start as is_start  # the surfaces ask it of this module
 from store.models import AskRow
 
 from . import cut
@@ -21,22 +21,9 @@ AGENT_ROOM = 400  # bytes: the config allows names of 100 characters
 LINKS_SHOWN = 5  # the API's limit
 
 
-def is_start(ask: AskRow) -> bool:
-    return ask.kind == rules.APPROVAL and ask.operation == START
-
-
-def _input(ask: AskRow) -> dict[str, Any]:
-    return ask.call_input if isinstance(ask.call_input, dict) else {}
-
-
-def _said(ask: AskRow, key: str) -> str | None:
-    value = _input(ask).get(key)
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def agent(ask: AskRow) -> str:
     """The agent that would start, inert."""
-    return cut.inline(_said(ask, "agent") or ask.agent, AGENT_ROOM)
+    return cut.inline(core_starts.starter(ask), AGENT_ROOM)
 
 
 def where(ask: AskRow) -> str:
@@ -54,11 +41,11 @@ def question(ask: AskRow) -> str:
 
 def detail_lines(ask: AskRow, rooms: Rooms) -> list[str]:
     """The title, the trigger and the links, each inert and within its room."""
-    title, trigger = _said(ask, "title"), _said(ask, "trigger")
+    title, trigger = core_starts.said(ask, "title"), core_starts.said(ask, "trigger")
     lines = [f"- Title: {cut.inline(title, rooms.question)}" if title else "- Title: none given"]
     if trigger:
         lines.append(f"- Trigger: {cut.inline(trigger, rooms.context)}")
-    links = [link for link in _input(ask).get("links") or [] if isinstance(link, str)]
+    links = core_starts.links(ask)
     if links:
         lines += ["- Links:", *(f"  - {link_text(link, rooms)}" for link in links[:LINKS_SHOWN])]
     return lines

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot.core import rules
-from bot.core.config import START
+from bot.core import starts as core_starts
+from bot.core.starts import is_start as is_start  # the surfaces ask it of this module
 from handlers.slack import media, quorum
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import fit, person, slack_date
@@ -29,22 +30,9 @@ LABEL_MAX = 120
 THIS_THREAD = "this thread"
 
 
-def is_start(ask: AskRow) -> bool:
-    return ask.kind == rules.APPROVAL and ask.operation == START
-
-
-def _input(ask: AskRow) -> dict[str, Any]:
-    return ask.call_input if isinstance(ask.call_input, dict) else {}
-
-
-def _said(ask: AskRow, key: str) -> str | None:
-    value = _input(ask).get(key)
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def agent(ask: AskRow) -> str:
     """The agent that would start (as the start recorded it), unescaped."""
-    return _said(ask, "agent") or ask.agent
+    return core_starts.starter(ask)
 
 
 def where(ask: AskRow) -> str:
@@ -85,14 +73,14 @@ def _work_words(ask: AskRow) -> str:
 def details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """The agent, the work, the title and the trigger in one section; the links below it."""
     lines = [f"*Agent:* {fit(agent(ask), AGENT_MAX)}", f"*Work:* {_work_words(ask)}"]
-    title, trigger = _said(ask, "title"), _said(ask, "trigger")
+    title, trigger = core_starts.said(ask, "title"), core_starts.said(ask, "trigger")
     lines.append(f"*Title:* {fit(title, TITLE_MAX)}" if title else "*Title:* none given")
     if trigger:
         lines.append(f"*Trigger:* {fit(trigger, TRIGGER_MAX)}")
     shown: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
     ]
-    links = [link for link in _input(ask).get("links") or [] if isinstance(link, str)]
+    links = core_starts.links(ask)
     if links:
         elements = ["*Links:*", *(link_text(link, ref) for link in links[:LINKS_SHOWN])]
         shown.append({"type": "context",
