@@ -1,12 +1,14 @@
 """The door an outside system answers an external ask through: `POST /v1/external/{ticket}`.
 
 No bearer token: the ticket names the ask and the verifier's signature proves the sender. The
-order keeps what the door reveals to what the sender has proved: the client address's rate
-first, then the body (64 KiB at most), then the signature (401 whatever the ticket's state, so
-nobody without the secret learns whether a ticket exists), then the ticket's state (one uniform
-404 for unknown, expired, withdrawn or used; 200 `already_answered` for the accepted delivery
-again), then the payload against the ask's schema (400 naming the part; the ticket stays
-usable), and last one conditional write that answers the ask (bot/core/external.py).
+order keeps what the door reveals to what the sender has proved: the body (64 KiB at most); the
+client address's refusals (past them, an unsigned delivery is 429 unread); the signature (401
+whatever the ticket's state, so nobody without a secret learns whether a ticket exists; a
+delivery signed by another verifier than the ticket's is a 404, as for an unknown ticket); the
+ticket's state (one uniform 404 for unknown, expired, withdrawn or used; 200 `already_answered`
+for the accepted delivery again); the payload against the ask's schema (400 naming the part;
+the ticket stays usable); and last one conditional write that answers the ask
+(bot/core/external.py).
 
 Nothing here logs a ticket: the access log shows the route's pattern, and the lines below the
 ask's id and ref.
@@ -45,22 +47,28 @@ MAX_TICKET = 100
 
 
 class Buckets:
-    """A token bucket per client address, in this process (each process has its own)."""
+    """A token bucket per client address, in this process (each process has its own), spent by
+    the deliveries refused (unsigned, a dead ticket): senders behind one proxy share an
+    address, and a flood of junk from it must not lock the real system's deliveries out."""
 
     def __init__(self, burst: int = BURST, rate: float = RATE) -> None:
         self.burst, self.rate = burst, rate
         self._buckets: TTLCache[str, tuple[float, float]] = TTLCache(ADDRESSES, ttl=60)
 
-    def take(self, address: str, now: float | None = None) -> int | None:
-        """None when `address` may send now, else the seconds until it may."""
-        now = time.monotonic() if now is None else now
+    def _now(self, address: str, now: float) -> float:
         tokens, at = self._buckets.get(address, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
-        if tokens < 1:
-            self._buckets[address] = (tokens, now)
-            return max(1, math.ceil((1 - tokens) / self.rate))
-        self._buckets[address] = (tokens - 1, now)
-        return None
+        return min(float(self.burst), tokens + (now - at) * self.rate)
+
+    def wait(self, address: str, now: float | None = None) -> int | None:
+        """None while `address` has room, else the seconds until it has (nothing spent)."""
+        now = time.monotonic() if now is None else now
+        tokens = self._now(address, now)
+        return None if tokens >= 1 else max(1, math.ceil((1 - tokens) / self.rate))
+
+    def spend(self, address: str, now: float | None = None) -> None:
+        """One failed delivery from `address`."""
+        now = time.monotonic() if now is None else now
+        self._buckets[address] = (max(self._now(address, now) - 1, 0.0), now)
 
 
 class Door:
@@ -74,28 +82,30 @@ class Door:
         return [web.post(PATH, self.deliver)]
 
     async def deliver(self, request: web.Request) -> web.Response:
-        wait = self.buckets.take(request.remote or "")
-        if wait is not None:
-            limited = ApiError(429, "rate_limited", "too many deliveries from this address")
+        address = request.remote or ""
+        body = await read_body(request)
+        signed_by = [v for v in self.verifiers.values() if v.verify(request.headers, body)]
+        wait = self.buckets.wait(address)
+        if wait is not None and not signed_by:  # past its refusals: only signed ones are read
+            limited = ApiError(429, "rate_limited", "too many refused deliveries from this address")
             limited.retry_after = wait
             raise limited
-        body = await read_body(request)
         ticket = request.match_info["ticket"]
         plausible = ticket.isascii() and ticket.isprintable() and len(ticket) <= MAX_TICKET
         ask = await external.find(self.asks, ticket) if plausible else None
         verifier = self.verifiers.get(ask.verifier or "") if ask is not None else None
-        if ask is None or verifier is None:
-            # Nothing to check it against: a sender holding some verifier's secret learns the
-            # ticket is dead; anyone else, only that the signature did not pass.
-            if not any(v.verify(request.headers, body) for v in self.verifiers.values()):
+        if ask is None or verifier is None or verifier not in signed_by:
+            self.buckets.spend(address)
+            # Whoever holds some verifier's secret learns the ticket is no door of theirs;
+            # anyone else, only that the signature did not pass.
+            if not signed_by:
+                if ask is not None:
+                    emit(log, "external.unsigned", id=ask.id, ref=rules.ref(ask))
                 raise _unsigned()
-            if ask is not None:
+            if ask is not None and verifier is None:
                 log.warning("external ask %s names verifier %s, which is no longer configured",
                             ask.id, ask.verifier)
             raise _dead()
-        if not verifier.verify(request.headers, body):
-            emit(log, "external.unsigned", id=ask.id, ref=rules.ref(ask), verifier=verifier.name)
-            raise _unsigned()
         payload = await self._payload(ask, body) if ask.status == rules.OPEN else None
         done = await external.deliver(self.asks, ask, external.digest(body, self.key), payload)
         emit(log, "external.delivery", id=ask.id, ref=rules.ref(ask), verifier=verifier.name,
@@ -106,7 +116,6 @@ class Door:
         if misfit is not None:
             raise ApiError(400, "invalid_payload", f"{misfit.field}: {misfit.message}", misfit.field)
         raise _dead()
-
 
     async def _payload(self, ask: AskRow, body: bytes) -> Any:
         """The signed body as JSON the store can hold; a body that is not is refused and

@@ -13,6 +13,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
+from bot.core.batch import StoreClosing
 from bot.core.config import key_path
 from bot.core.limits import Limited
 
@@ -116,7 +117,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return limited.response()
     except web.HTTPRequestEntityTooLarge:
         return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
-    except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError):
+    except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError, StoreClosing):
         # The store is overloaded or away: say so and when to come back, not a bare 500.
         # The route's pattern, never the path: a path can hold an external ask's ticket.
         resource = request.match_info.route.resource

@@ -128,6 +128,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     asks = app[ASKS]
     async with AsyncExitStack() as stack:
         stack.push_async_callback(asks.store.close)
+        # Before the store closes: the creates queued in a batch commit and are answered.
+        stack.push_async_callback(asks.batcher.close)
         await asks.store.open()
         if asks.store.is_postgres:
             listener = PgListener(asks.store.url, asks.waiters, asks.events.poke)

@@ -97,3 +97,39 @@ async def test_a_batch_is_one_transaction(
     results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(30)))
     assert [s for s, _, _ in results] == [201] * 30
     assert writes < 30 and batch.MAX_BATCH >= 30
+
+
+async def test_batches_of_several_agents_in_two_processes_never_deadlock(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if "postgresql" not in database_url:
+        pytest.skip("one process per SQLite file (a second aye serve refuses to start)")
+    from ask_api.tokens import TokenBook
+    from bot.config import Config
+    from tests.conftest import OPERATOR_TOKEN
+
+    monkeypatch.setenv("AYE_TOKEN_A", "token-a")
+    monkeypatch.setenv("AYE_TOKEN_B", "token-b")
+    cfg = Config.model_validate({"agents": [{"name": "a", "token_env": "AYE_TOKEN_A"},
+                                            {"name": "b", "token_env": "AYE_TOKEN_B"}]})
+    one, two = [await start_aye(database_url, cfg, tokens=TokenBook.build(cfg, OPERATOR_TOKEN, None))
+                for _ in range(2)]
+    caplog.set_level("INFO", logger="aye.asks")
+
+    async def make(aye: Any, token: str, i: int) -> int:
+        resp = await aye.client.post("/v1/asks", json={"question": f"q{i}?"},
+                                     headers={"Authorization": f"Bearer {token}"})
+        return resp.status
+
+    for round_ in range(10):
+        # Each process sees the agents in the opposite order: locks taken in the order seen
+        # would cross.
+        order = [("token-a", "token-b"), ("token-b", "token-a")]
+        statuses = await asyncio.gather(*(
+            make(aye, token, round_ * 10 + i)
+            for aye, tokens in zip((one, two), order, strict=True)
+            for i, token in enumerate(tokens * 2)
+        ))
+        assert statuses == [201] * 8
+    assert not [r for r in caplog.records if "fell back" in r.getMessage()]

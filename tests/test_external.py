@@ -203,8 +203,8 @@ async def test_a_signed_timestamp_must_be_fresh(
     status, _ = await post(aye, path, None, None, unstamped, raw=body)
     assert status == 401
     # The body signed without the timestamp does not pass a verifier that signs one.
-    assert (await post(aye, path, GOOD, DOCSIGN, {"X-Sig": DOCSIGN.sign(body)["X-Signature-256"],
-                                                 "X-Sig-Time": str(int(time.time()))}))[0] == 401
+    bare = {"X-Sig": DOCSIGN.sign(body)["X-Signature-256"], "X-Sig-Time": str(int(time.time()))}
+    assert (await post(aye, path, None, None, bare, raw=body))[0] == 401
     assert await post(aye, path, GOOD, STAMPED) == (200, {"outcome": "taken"})
 
 
@@ -273,6 +273,21 @@ async def test_the_door_is_rate_limited_per_client_address(
             assert (await resp.json())["error"] == "rate_limited"
             break
     assert statuses[-1] == 429 and set(statuses[:-1]) == {401}
+    # Refused deliveries spend the address's room, signed ones do not: a flood of junk from
+    # behind the same proxy does not lock the real system out.
+    path = door_path(await external(aye))
+    assert await post(aye, path, GOOD) == (200, {"outcome": "taken"})
+
+
+async def test_another_verifiers_signature_is_told_only_that_the_ticket_is_no_door_of_its(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await started(start_aye, database_url, monkeypatch)
+    live = door_path(await external(aye))
+    for path in (live, "/v1/external/no-such-ticket"):
+        status, body = await post(aye, path, GOOD, STAMPED)
+        assert (status, body["error"]) == (404, "not_found")
+    assert await post(aye, live, GOOD) == (200, {"outcome": "taken"})
 
 
 async def test_a_body_over_64_kib_is_refused(
@@ -339,3 +354,27 @@ async def test_nobody_is_reminded_of_an_external_ask(
     assert "remind_at" not in view
     plain = await aye.ask(question="A person's question?")
     assert "remind_at" in await aye.get(plain["id"], operator=True)
+
+
+async def test_a_schema_can_fetch_nothing_and_cannot_stall_the_server(
+    start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aye = await started(start_aye, database_url, monkeypatch)
+    base = {"question": "Signed?", "format": "external", "verifier": "docsign"}
+    for schema, field in (
+        ({"$ref": "http://169.254.169.254/latest"}, "schema.$ref"),
+        ({"$defs": {"a": {"$ref": "file:///etc/passwd"}}, "$ref": "#/$defs/a"}, "schema.$ref"),
+        ({"type": "object", "properties": {"x": {"allOf": [{"$dynamicRef": "#n"}]}}},
+         "schema.properties.x.allOf[0].$dynamicRef"),
+    ):
+        err = await aye.ask(422, schema=schema, **base)
+        assert err["field"] in (field, "schema.$defs.a.$ref"), err
+    # A pattern that backtracks for ever on a crafted string is cut short: refused, not hung.
+    slow = {"type": "object", "properties": {"signer": {"type": "string", "pattern": "^(a|aa)+$"}},
+            "required": ["signer"]}
+    ask = await aye.ask(schema=slow, **base)
+    started_at = time.monotonic()
+    status, body = await post(aye, door_path(ask), {"signer": "a" * 60 + "!"})
+    assert (status, body["field"]) == (400, "payload.signer")
+    assert "too long" in body["message"] and time.monotonic() - started_at < 2
+    assert await post(aye, door_path(ask), {"signer": "aaaa"}) == (200, {"outcome": "taken"})

@@ -85,8 +85,13 @@ class McpEndpoint:
 
         task = asyncio.create_task(run(), name="aye-mcp")
         ready = asyncio.create_task(started.wait())
-        await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
-        ready.cancel()
+        try:
+            await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while starting (the process is stopping): leave none
+            task.cancel()
+            raise
+        finally:
+            ready.cancel()
         if task.done():
             task.result()  # it failed to start: say why
         try:

@@ -12,6 +12,7 @@ answer it would have had alone (Limited, Duplicate…).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
@@ -32,6 +33,10 @@ log = logging.getLogger("aye.asks")
 MAX_BATCH = 64
 
 
+class StoreClosing(Exception):
+    """A create that came after the process began to stop."""
+
+
 @dataclass(slots=True)
 class Pending:
     values: dict[str, Any]
@@ -46,6 +51,15 @@ class Batcher:
         self.asks = asks
         self._queue: list[Pending] = []
         self._task: asyncio.Task[None] | None = None
+        self.closed = False
+
+    async def close(self, within: float = 5.0) -> None:
+        """On the way out, before the store closes: take no more, and let the batches queued
+        commit (each caller gets its answer) for `within` seconds at most."""
+        self.closed = True
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), within)
 
     async def insert(
         self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None,
@@ -54,6 +68,8 @@ class Batcher:
         done: asyncio.Future[AskRow] = asyncio.get_running_loop().create_future()
         done.add_done_callback(_retrieved)  # a caller that went away leaves no warning behind
         self._queue.append(Pending(values, detail, agent, counted, done))
+        if self.closed:
+            raise StoreClosing("aye is stopping: the ask was not made")
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain(), name="aye-creates")
         # Shielded: a caller that goes away leaves its ask to be made (or not) with its batch.
@@ -65,11 +81,15 @@ class Batcher:
             if len(batch) > 1:
                 try:
                     made = await write(self.asks, batch)
-                except Exception:  # each on its own below, with the answer it would get alone
-                    log.debug("a batch of %d creates fell back to one by one", len(batch))
+                except Exception as exc:  # each on its own below, with the answer it would get alone
+                    log.info("a batch of %d creates fell back to one by one: %s", len(batch),
+                             exc.__class__.__name__)
                 else:
                     for pending, (ask, wrote) in zip(batch, made, strict=True):
-                        self.asks.after_insert(ask, wrote)
+                        try:
+                            self.asks.after_insert(ask, wrote)
+                        except Exception:  # committed: the caller gets its ask whatever this says
+                            log.exception("after a create ask=%s", ask.id)
                         _settle(pending, ask)
                     continue
             for pending in batch:
@@ -101,11 +121,14 @@ async def write(asks: Asks, batch: list[Pending]) -> list[tuple[AskRow, bool]]:
     """The batch's asks, their `created` entries, posts and events in one transaction; for
     each, the ask and whether it wrote outbox rows. Limited or Duplicate fail the whole."""
     postgres = asks.store.is_postgres
-    by_agent: dict[str, list[Pending]] = defaultdict(list)
+    # Per agent and minute (each ask counts in the minute it was made), in one order in every
+    # process, so that two batches locking the same agents' counters cannot deadlock.
+    by_agent: dict[tuple[str, int], list[Pending]] = defaultdict(list)
     for pending in batch:
-        by_agent[pending.values["agent"]].append(pending)
+        minute = int(pending.values["created_at"] // limits.WINDOW_S)
+        by_agent[(pending.values["agent"], minute)].append(pending)
     async with asks.store.write() as conn:
-        for name, mine in by_agent.items():
+        for (name, _), mine in sorted(by_agent.items(), key=lambda item: item[0]):
             hits = sum(1 for p in mine if p.agent is not None and not p.counted)
             info = next((p.agent for p in mine if p.agent is not None), None)
             at = max(p.values["created_at"] for p in mine)

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
+from bot.core import validating
+
 MAX_FIELDS = 10
 MAX_ENUM = 20
 MAX_ENUM_TEXT = 75
@@ -222,7 +224,7 @@ def answer(schema: dict[str, Any], given: Any) -> dict[str, Any]:
     if not isinstance(given, dict):
         raise Misfit('must be a JSON object like {"field": "value"}')
     strict = {**schema, "additionalProperties": False}
-    validator = Draft202012Validator(strict, format_checker=FORMAT_CHECKER)
+    validator = validating.validator(strict, FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(given), key=_order(schema))
     if errors:
         field, words = _words(errors[0])

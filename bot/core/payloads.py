@@ -1,6 +1,7 @@
-"""An external ask's schema and payload: any JSON Schema (draft 2020-12) the agent pins, and
-the outside system's JSON checked against it. Pure: no I/O, and no remote `$ref` is fetched
-(jsonschema's referencing resolves only what the schema holds).
+"""An external ask's schema and payload: any JSON Schema (draft 2020-12) the agent pins, written
+out whole (no `$ref`: a reference could point off the machine, or make validating a payload
+cost exponential time), and the outside system's JSON checked against it with bounded patterns
+(bot/core/validating.py). Pure: no I/O.
 
 Where a payload does not fit, the words say which part and why, never the pinned value: the
 outside system learns that `reference` is not what the ask expects, not what it expects.
@@ -13,6 +14,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from bot.core import validating
 from bot.core.forms import FORMAT_CHECKER, TYPE_WORDS, Misfit, SchemaProblem
 
 ROOT = "payload"
@@ -32,13 +34,34 @@ def check(schema: Any) -> dict[str, Any]:
         raise SchemaProblem(where, f"is not valid JSON Schema: {_first_line(error.message)}") from None
     except RecursionError:
         raise SchemaProblem("schema", "is nested too deeply") from None
+    referenced = _reference(schema, "schema")
+    if referenced is not None:
+        raise SchemaProblem(referenced, "references are not taken: write the schema out whole")
     return schema
+
+
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _reference(node: Any, where: str) -> str | None:
+    """The path of the first reference keyword in the schema, or None."""
+    stack = [(node, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in REFERENCES:
+                    return f"{at}.{key}"
+                stack.append((value, f"{at}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((value, f"{at}[{i}]") for i, value in enumerate(item))
+    return None
 
 
 def fit(schema: dict[str, Any], given: Any) -> Any:
     """The payload (JSON, already parsed), when it fits the ask's schema; Misfit naming the first failing part
     (`payload.status`) otherwise."""
-    validator = Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+    validator = validating.validator(schema, FORMAT_CHECKER)
     try:
         error = min(validator.iter_errors(given), key=_depth_first, default=None)
     except Exception:  # an unresolvable $ref, a pattern Python cannot compile: never a yes
@@ -67,6 +90,8 @@ def _words(error: ValidationError) -> str:
         return "is not the value the ask expects"
     if kind == "additionalProperties":
         return "has fields the ask does not expect"
+    if error.message == validating.TOO_SLOW:
+        return str(validating.TOO_SLOW)
     return f"does not fit the ask's schema ({kind})"
 
 
