@@ -87,7 +87,8 @@ def show(found: list[str]) -> str:
 
 def _core_may(imp: Import) -> bool:
     top = imp.target.partition(".")[0]
-    if top in sys.stdlib_module_names or top in ("pydantic", "jsonschema"):
+    # Pure computation: validation (jsonschema, its referencing, and regex for bounded patterns).
+    if top in sys.stdlib_module_names or top in ("pydantic", "jsonschema", "referencing", "regex"):
         return True
     return under(imp.target, "store", "bot.core")
 
