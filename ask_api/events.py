@@ -81,8 +81,9 @@ async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.Stream
 
 async def _live(response: web.StreamResponse, sub: Subscriber, caller: Caller, sent: int) -> None:
     while True:
-        try:
-            event = await asyncio.wait_for(sub.queue.get(), HEARTBEAT_S)
+        try:  # asyncio.timeout, not wait_for: a cancellation on the way out is never swallowed
+            async with asyncio.timeout(HEARTBEAT_S):
+                event = await sub.queue.get()
         except TimeoutError:
             await response.write(b": keep-alive\n\n")
             continue

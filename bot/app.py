@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import time
@@ -154,11 +153,18 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel the loops and wait for them; one that went on (a cancellation lost in a library)
+    is cancelled again, so the way out never hangs."""
     for task in tasks:
         task.cancel()
+    pending = set(tasks)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=1.0)
+        for task in pending:
+            task.cancel()
     for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a loop ended with %r", task.exception())
 
 
 @web.middleware

@@ -6,6 +6,17 @@ import asyncio
 import time
 
 
+async def wait_event(event: asyncio.Event, timeout: float | None) -> None:
+    """Until `event` is set or `timeout` seconds pass (None: no limit). Never asyncio.wait_for: on Python
+    3.11 it can swallow a cancellation that races the event being set, and a loop cancelled on
+    the way out would then go on for ever."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        pass
+
+
 class Clock:
     """Wall-clock time in UTC epoch seconds."""
 
@@ -14,10 +25,7 @@ class Clock:
 
     async def sleep_until(self, moment: float, poke: asyncio.Event) -> None:
         """Return at `moment` (epoch seconds), or earlier when `poke` is set."""
-        try:
-            await asyncio.wait_for(poke.wait(), timeout=max(moment - self.now(), 0.0))
-        except TimeoutError:
-            pass
+        await wait_event(poke, max(moment - self.now(), 0.0))
 
 
 class ManualClock(Clock):

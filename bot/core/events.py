@@ -9,11 +9,10 @@ it; a stream that reconnects with Last-Event-ID first reads what it missed from 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from bot.core.clock import Clock
+from bot.core.clock import Clock, wait_event
 from store import events as q
 from store.db import Conn, Store
 from store.models import AskRow
@@ -95,8 +94,7 @@ class EventHub:
         """Read what is new each time it is poked and hand it out; forget old events."""
         pruned = 0.0
         while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._poke.wait(), PRUNE_EVERY_S)
+            await wait_event(self._poke, PRUNE_EVERY_S)
             self._poke.clear()
             try:
                 await self._pump()

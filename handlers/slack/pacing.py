@@ -46,6 +46,7 @@ from typing import TypeVar
 
 from slack_sdk.errors import SlackApiError
 
+from bot.core.clock import wait_event
 from bot.core.surface import RetryLater
 from handlers.slack.errors import retry_after
 
@@ -250,8 +251,7 @@ class Pacer:
                     if ready > place.slot:  # the channel's pace slipped: all behind slip too
                         self._push(line, place, ready, now)
                     raise self._send_away(place, now)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout)
+            await wait_event(changed, timeout)
 
     def _ready(self, line: _Line, place: _Place) -> float:
         """When this place may post. A row the outbox held until its slot goes one interval
