@@ -795,6 +795,22 @@ async def reset_pg(url: str) -> None:
         await conn.close()
 
 
+async def advance_sequences(conn: Any) -> None:
+    """Explicit keys were written: move the sequences past them, or the server's next insert
+    collides."""
+    for table, key in (("asks", "seq"), ("history", "id")):
+        await conn.execute(
+            f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+            f"(SELECT MAX({key}) FROM {table}))"
+        )
+
+
+async def vacuum(conn: Any) -> None:
+    """As autovacuum would have, over the months it took to gather this many."""
+    await conn.execute("VACUUM ANALYZE asks")
+    await conn.execute("VACUUM ANALYZE history")
+
+
 async def load_pg(url: str, count: int, status: str = "answered") -> Loaded:
     """Append `count` asks straight into the store with COPY; returns its ask count afterwards."""
     import asyncpg
@@ -829,16 +845,8 @@ async def load_pg(url: str, count: int, status: str = "answered") -> Loaded:
                     await flush()
             if asks:
                 await flush()
-            # Explicit keys were written: move the sequences past them, or the server's next
-            # insert collides.
-            for table, key in (("asks", "seq"), ("history", "id")):
-                await conn.execute(
-                    f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
-                    f"(SELECT MAX({key}) FROM {table}))"
-                )
-        # As autovacuum would have, over the months it took to gather this many.
-        await conn.execute("VACUUM ANALYZE asks")
-        await conn.execute("VACUUM ANALYZE history")
+            await advance_sequences(conn)
+        await vacuum(conn)
         return Loaded(int(await conn.fetchval("SELECT COUNT(*) FROM asks")), ids)
     finally:
         await conn.close()

@@ -36,6 +36,7 @@ from bench_asks import (
     Results,
     Server,
     ServerError,
+    advance_sequences,
     api_for,
     bench_args,
     cancel_all,
@@ -50,6 +51,7 @@ from bench_asks import (
     reset_pg,
     running,
     step,
+    vacuum,
 )
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/aye_bench_live"
@@ -190,13 +192,8 @@ async def clone_pg(url: str, template_id: str, count: int, spacing_s: float) -> 
                     await flush()
             if asks:
                 await flush()
-            for table, key in (("asks", "seq"), ("history", "id")):
-                await conn.execute(
-                    f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
-                    f"(SELECT MAX({key}) FROM {table}))"
-                )
-        await conn.execute("VACUUM ANALYZE asks")
-        await conn.execute("VACUUM ANALYZE history")
+            await advance_sequences(conn)
+        await vacuum(conn)
         return int(await conn.fetchval("SELECT COUNT(*) FROM asks"))
     finally:
         await conn.close()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.core import batch
-from tests.conftest import OPERATOR_HEADERS, StartAye
+from tests.conftest import OPERATOR_HEADERS, StartAye, eventually
 from tests.test_gates import RecordingSurface
 from tests.test_limits import AGENT, create, limited, start
 
@@ -27,10 +27,11 @@ async def test_a_limit_crossed_inside_a_batch_refuses_only_the_asks_past_it(
     listed = await (await aye.client.get("/v1/asks", headers=AGENT)).json()
     assert len(listed["asks"]) == 5
     made = {body["id"] for status, _, body in results if status == 201}
-    for _ in range(200):
-        if {ask_id for ask_id, _ in surface.delivered} >= made:
-            break
-        await asyncio.sleep(0.01)
+
+    async def posted() -> bool:
+        return {ask_id for ask_id, _ in surface.delivered} >= made
+
+    await eventually(posted)
     assert {ask_id for ask_id, _ in surface.delivered} == made  # each posted once
 
 

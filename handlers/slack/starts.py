@@ -14,7 +14,7 @@ from bot.core import starts as core_starts
 from bot.core.starts import is_start as is_start  # the surfaces ask it of this module
 from handlers.slack import media, quorum
 from handlers.slack.plugin import SURFACE
-from handlers.slack.text import fit, person, slack_date
+from handlers.slack.text import cut_escaped, fit, person, slack_date
 from store.models import AskRow
 
 # Each part's room once escaped: the section holding them takes 3,000 characters.
@@ -90,13 +90,7 @@ def details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
 
 def _label(safe: str) -> str:
     """What a link shows: its own (safe) address, cut short, never inside an entity."""
-    if len(safe) <= LABEL_MAX:
-        return safe
-    cut = safe[: LABEL_MAX - 1]
-    amp = cut.rfind("&")
-    if amp != -1 and ";" not in cut[amp:]:
-        cut = cut[:amp]
-    return cut + "…"
+    return cut_escaped(safe, LABEL_MAX)
 
 
 def link_text(url: str, ref: str) -> str:

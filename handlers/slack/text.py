@@ -13,7 +13,11 @@ def escape(text: str) -> str:
 
 def fit(text: str, limit: int) -> str:
     """`text` escaped and cut to `limit` characters with an ellipsis, never inside an entity."""
-    shown = escape(text)
+    return cut_escaped(escape(text), limit)
+
+
+def cut_escaped(shown: str, limit: int) -> str:
+    """Already-escaped text cut to `limit` characters with an ellipsis, never inside an entity."""
     if len(shown) <= limit:
         return shown
     cut = shown[: limit - 1]
