@@ -186,6 +186,22 @@ class OpenCountRow(SQLModel, table=True):
     open: int = 0
 
 
+class SessionRow(SQLModel, table=True):
+    """A browser signed in to the web inbox. The cookie holds a random secret; the store keeps
+    only its keyed hash, so a copy of the store opens nothing. Who signed in (`identity`, a
+    responder such as operator:local), how (`method`: the operator token today) and when (a
+    step-up's "signed in within") are kept with it; Sign out deletes the row."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (Index("ix_sessions_expires", "expires_at"),)
+
+    id_hash: str = Field(max_length=64, primary_key=True)
+    identity: str = Field(max_length=120)
+    method: str = Field(max_length=16)
+    signed_in_at: float
+    expires_at: float
+
+
 class MetaRow(SQLModel, table=True):
     """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
 

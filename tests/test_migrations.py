@@ -358,6 +358,26 @@ async def test_the_models_match_the_migrated_schema(database_url: str) -> None:
         await store.close()
 
 
+async def test_revision_0010_adds_the_sessions_table_and_its_downgrade_takes_it_away(
+    database_url: str,
+) -> None:
+    await upgrade_to(database_url, "0009")
+    at_0009 = await schema(database_url)
+    await open_store(database_url)
+    assert await query(database_url, "SELECT count(*) FROM sessions") == [(0,)]
+    assert await schema(database_url) != at_0009
+
+    store = Store(database_url)
+    try:
+        async with store.write() as conn:
+            await conn.run_sync(lambda c: command.downgrade(migrate.config(c), "0009"))
+    finally:
+        await store.close()
+
+    assert await revision(database_url) == ["0009"]
+    assert await schema(database_url) == at_0009
+
+
 async def test_a_store_at_an_unknown_revision_is_refused(database_url: str) -> None:
     await open_store(database_url)
     await run_sql(database_url, f"UPDATE alembic_version SET version_num = '{UNKNOWN}';")
