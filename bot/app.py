@@ -35,7 +35,7 @@ from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
-from handlers.web import operator_session
+from handlers.web import events_session, operator_session
 from handlers.web import setup as setup_inbox
 from store import outbox
 from store.db import Store, StoreError
@@ -71,7 +71,9 @@ def create_app(
     api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url)
     door = Door(asks, {v.name: v.build() for v in config.verifiers},
                 key=tokens.derived_key(b"external deliveries"))
-    app = web.Application(middlewares=[access_log, errors, api.auth], client_max_size=MAX_REQUEST)
+    # events_session before api.auth: GET /v1/events takes the inbox's session, from the store.
+    app = web.Application(middlewares=[access_log, errors, events_session, api.auth],
+                          client_max_size=MAX_REQUEST)
     app[ASKS] = asks
     app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())

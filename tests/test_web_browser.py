@@ -84,6 +84,11 @@ async def test_sign_in_with_a_wrong_token_then_the_right_one_then_out(
     await expect(page.get_by_label("Operator token")).to_be_visible()
     await page.goto(aye.url + "/inbox")
     assert page.url.endswith("/login")
+    # Sign out ended the session on the server: the cookie put back opens nothing.
+    await page.context.add_cookies([cookie])
+    await page.goto(aye.url + "/inbox")
+    assert page.url.endswith("/login")
+    await expect(page.get_by_label("Operator token")).to_be_visible()
 
 
 async def test_every_format_answers_by_its_named_controls(

@@ -1,6 +1,6 @@
 """The web inbox's test harness (the app with the inbox, a browserless operator that reads the
 page's own forms and submits them as a browser would without JavaScript), and unit tests of
-its pure parts: sessions, the sign-in limit, times, form fields."""
+its pure parts: flash cookies, the sign-in limit, times, form fields."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from bot.app import create_app
 from bot.config import Config
 from bot.core.clock import Clock
 from handlers.web import fields, views
-from handlers.web.sessions import SESSION_S, SIGN_INS_PER_MINUTE, Flash, Sessions, SignInLimit
+from handlers.web.failures import FAILURES_PER_MINUTE, SignInFailures, client_address
+from handlers.web.flash import Flash, Flashes
 from tests.builders import approval, question
 from tests.conftest import AGENT_TOKEN, OPERATOR_TOKEN, Aye, settings_for
 
@@ -210,43 +211,36 @@ def alert(html: str) -> str:
 # -- unit tests of the pure parts -----------------------------------------------------------
 
 
-def test_a_session_lasts_twelve_hours_and_is_tied_to_its_key() -> None:
-    now = [1_000_000.0]
-    sessions = Sessions(SESSION_KEY, secure=False, now=lambda: now[0])
-    cookie = sessions.issue()
-    sid = sessions.session_id(cookie)
-    assert sid is not None
-    assert sessions.csrf_ok(sid, sessions.csrf(sid))
-    assert not sessions.csrf_ok(sid, sessions.csrf(sid + "x"))
-    assert Sessions(b"another-key-of-32-bytes-length!!", False, lambda: now[0]).session_id(cookie) is None
-    body, _, _ = cookie.rpartition(".")
-    assert sessions.session_id(body + ".forged") is None
-    now[0] += SESSION_S - 1
-    assert sessions.session_id(cookie) == sid
-    now[0] += 2
-    assert sessions.session_id(cookie) is None
-
-
 def test_a_flash_is_signed_and_short_lived() -> None:
     now = [1_000_000.0]
-    sessions = Sessions(SESSION_KEY, secure=True, now=lambda: now[0])
-    assert sessions.cookie.startswith("__Host-")
-    value = sessions.flash(Flash(True, "Answered: yes", "q1"))
-    assert sessions.read_flash(value) == Flash(True, "Answered: yes", "q1")
-    assert sessions.read_flash(value[:-2] + "xx") is None
+    flashes = Flashes(SESSION_KEY, now=lambda: now[0])
+    value = flashes.sign(Flash(True, "Answered: yes", "q1"))
+    assert flashes.read(value) == Flash(True, "Answered: yes", "q1")
+    assert flashes.read(value[:-2] + "xx") is None
+    assert Flashes(b"another-key-of-32-bytes-length!!", lambda: now[0]).read(value) is None
     now[0] += 61
-    assert sessions.read_flash(value) is None
+    assert flashes.read(value) is None
 
 
-def test_sign_ins_are_limited_per_address_for_a_minute() -> None:
+def test_failed_sign_ins_are_limited_per_address_for_a_minute() -> None:
     now = [0.0]
-    limit = SignInLimit(now=lambda: now[0])
-    assert all(limit.allow("10.0.0.1") for _ in range(SIGN_INS_PER_MINUTE))
-    assert not limit.allow("10.0.0.1")
-    assert limit.allow("10.0.0.2")
-    assert 1 <= limit.retry_after("10.0.0.1") <= 61
-    now[0] += 61
-    assert limit.allow("10.0.0.1")
+    failures = SignInFailures(now=lambda: now[0])
+    assert [failures.fail("10.0.0.1") for _ in range(FAILURES_PER_MINUTE)] == [None] * FAILURES_PER_MINUTE
+    assert failures.fail("10.0.0.1") == 60
+    assert failures.fail("10.0.0.2") is None
+    now[0] += 30
+    assert failures.fail("10.0.0.1") == 30  # still failing: still limited, the window slides
+    now[0] += 31
+    assert failures.fail("10.0.0.1") is None  # the first ten have left the window
+
+
+def test_a_failure_counts_against_the_peer_an_ipv6_one_by_its_64() -> None:
+    assert client_address("192.0.2.7") == "192.0.2.7"
+    assert client_address("::ffff:192.0.2.7") == "192.0.2.7"
+    assert client_address("2001:db8:1:2:aaaa::1") == client_address("2001:db8:1:2:bbbb::9")
+    assert client_address("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert client_address("2001:db8:1:3::1") != client_address("2001:db8:1:2::1")
+    assert client_address(None) == "unknown"
 
 
 def test_times_read_as_people_say_them() -> None:

@@ -1,10 +1,10 @@
 """The web inbox: the operator signs in with the operator token, sees what waits for an answer
 and answers it from a browser. Server-rendered HTML (Jinja2, autoescaped) that works with plain
 forms; one small script adds live updates from the event stream (`/v1/events`, which accepts
-the inbox's session cookie through `operator_session`).
+the inbox's session cookie through `operator_session`, once `events_session` has looked it up).
 
 The composition root calls `setup(app, asks, operator_ok, secure, session_key)` once, before
-the app starts.
+the app starts, and puts `events_session` among its middlewares before the API's bearer check.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import jinja2
 from aiohttp import web
 
 from bot.core.asks import Asks
-from handlers.web.guard import WEB, guard, session_of
+from bot.core.responders import OPERATOR
+from handlers.web.failures import SignInFailures
+from handlers.web.flash import Flashes
+from handlers.web.guard import SESSION, WEB, events_session, guard
 from handlers.web.pages import TEMPLATES, Inbox
-from handlers.web.sessions import Sessions, SignInLimit
+from handlers.web.sessions import Sessions
 
-__all__ = ["operator_session", "setup"]
+__all__ = ["events_session", "operator_session", "setup"]
 
 ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
 
@@ -34,9 +37,12 @@ def setup(
     """Add the inbox's routes, its templates and its guard to `app`.
 
     `operator_ok(text)` says whether `text` is the operator token; `secure`: aye is served
-    over https (the cookie is then Secure); `session_key` signs sessions: derive it from the
-    operator token, so that a new token ends every session."""
-    inbox = Inbox(asks, operator_ok, Sessions(session_key, secure, asks.clock.now), SignInLimit())
+    over https (the cookie is then Secure); `session_key` keys the sessions' hashes, their CSRF
+    tokens and the flash cookies: derive it from the operator token, so that a new token ends
+    every session. Sessions are kept in `asks.store`."""
+    now = asks.clock.now
+    sessions = Sessions(asks.store, session_key, secure, now)
+    inbox = Inbox(asks, operator_ok, sessions, Flashes(session_key, now), SignInFailures())
     app[WEB] = inbox
     env = aiohttp_jinja2.setup(
         app, app_key=TEMPLATES, default_helpers=False, autoescape=True,
@@ -55,9 +61,10 @@ def setup(
 
 
 def operator_session(request: web.Request) -> bool:
-    """Whether the request carries a valid inbox session (the operator, signed in)."""
-    inbox = request.config_dict.get(WEB)
-    return inbox is not None and session_of(request, inbox.sessions) is not None
+    """Whether the request carries a live inbox session of the operator's, as `events_session`
+    found it in the store (without that middleware, never)."""
+    session = request.get(SESSION)
+    return session is not None and session.identity == str(OPERATOR)
 
 
 def _asset_handler(

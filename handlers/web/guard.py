@@ -1,6 +1,7 @@
-"""What every inbox request goes through: the session (no session: to /login), the CSRF token
-of every POST (checked before any handler runs, so a refused POST changes nothing), a bounded
-form body, and the security headers on every response, errors and redirects included."""
+"""What every inbox request goes through: the session, looked up in the store (no session: to
+/login), the CSRF token of every POST (checked before any handler runs, so a refused POST
+changes nothing), a bounded form body, and the security headers on every response, errors and
+redirects included."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode
 from aiohttp import web
 from multidict import CIMultiDict, MultiDict, MultiDictProxy
 
-from handlers.web.sessions import Sessions
+from handlers.web.sessions import Session
 
 if TYPE_CHECKING:
     from handlers.web.pages import Inbox
@@ -22,6 +23,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_FORM = 64 * 1024
 MAX_FIELDS = 500
 LOGIN, LOGOUT, ASSETS = "/login", "/logout", "/inbox/assets/"
+# The one route outside the inbox that takes its session: the page's live updates.
+EVENTS = "/v1/events"
 # Where a form may send the browser back to: an inbox page of this site, never elsewhere.
 BACK = re.compile(r"/inbox(/[0-9A-Za-z]{1,32})?(\?[0-9A-Za-z=&_%.-]{0,200})?")
 HEADERS = {
@@ -36,7 +39,8 @@ HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
 }
 WEB: web.AppKey[Inbox] = web.AppKey("web_inbox")
-SESSION = web.RequestKey("web_session", str)
+# The request's session once looked up (None: none); absent until then.
+SESSION: web.RequestKey[Session | None] = web.RequestKey("web_session")
 FORM = web.RequestKey("web_form", MultiDictProxy[str])
 
 
@@ -95,8 +99,24 @@ def inbox_of(request: web.Request) -> Inbox:
     return request.app[WEB]
 
 
-def session_of(request: web.Request, sessions: Sessions) -> str | None:
-    return sessions.session_id(request.cookies.get(sessions.cookie))
+async def session_of(request: web.Request) -> Session | None:
+    """The request's live session: one lookup in the store, made once per request."""
+    if SESSION in request:
+        return request[SESSION]
+    found, inbox = None, request.config_dict.get(WEB)
+    if inbox is not None:  # without a cookie of ours, find() looks nothing up
+        found = await inbox.sessions.find(request.cookies.get(inbox.sessions.cookie))
+    request[SESSION] = found
+    return found
+
+
+@web.middleware
+async def events_session(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Before the API's bearer check: GET /v1/events takes the inbox's session, which that
+    check reads without waiting (`operator_session`), so it is looked up here."""
+    if request.path == EVENTS:
+        await session_of(request)
+    return await handler(request)
 
 
 @web.middleware
@@ -114,13 +134,13 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
     inbox = inbox_of(request)
-    sid = session_of(request, inbox.sessions)
     path, post = request.path, request.method == "POST"
-    if sid is not None:
-        request[SESSION] = sid
-    if path == LOGIN or path == "/" or path.startswith(ASSETS):
+    if path == "/" or path.startswith(ASSETS):
+        return await handler(request)  # no session needed: no lookup
+    session = await session_of(request)
+    if path == LOGIN:
         return await handler(request)
-    if sid is None:
+    if session is None:
         if post and path != LOGOUT:
             return inbox.problem(request, 403, "Your session has ended",
                                  "Nothing was changed. Sign in again, then answer once more.",
@@ -132,7 +152,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
         except BadForm as bad:
             return inbox.problem(request, bad.status, "That form could not be used", bad.words,
                                  "/inbox", "Back to the inbox")
-        if not inbox.sessions.csrf_ok(sid, form.get("csrf")):
+        if not inbox.sessions.csrf_ok(session, form.get("csrf")):
             return inbox.problem(request, 403, "That form is stale",
                                  "It did not carry this session's token, so nothing was changed. "
                                  "Reload the page and try again.", "/inbox", "Back to the inbox")

@@ -18,26 +18,31 @@ from bot.core.asks import Asks
 from bot.core.responders import OPERATOR
 from bot.core.types import AnswerResult
 from handlers.web import fields, views
+from handlers.web.failures import SignInFailures, client_address
+from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
 from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back
-from handlers.web.sessions import FLASH_COOKIE, SESSION_S, Flash, Sessions, SignInLimit
+from handlers.web.sessions import BY_TOKEN, SESSION_S, Sessions
 from store.models import AskRow
 
 TEMPLATES: web.AppKey[jinja2.Environment] = web.AppKey("web_templates")
 PAGE = 50
 MAX_NOTE = 3000
 MAX_TOKEN = 1000
+NOT_VALID = "That token is not valid."
+TOO_MANY = "Too many failed sign-ins from this address. Wait a minute, then try again."
 PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
 
 
 class Inbox:
     def __init__(
         self, asks: Asks, operator_ok: Callable[[str], bool], sessions: Sessions,
-        limit: SignInLimit,
+        flashes: Flashes, failures: SignInFailures,
     ) -> None:
         self.asks = asks
         self.operator_ok = operator_ok
         self.sessions = sessions
-        self.limit = limit
+        self.flashes = flashes
+        self.failures = failures
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -54,8 +59,8 @@ class Inbox:
 
     def render(self, request: web.Request, name: str, context: dict[str, Any],
                status: int = 200) -> web.Response:
-        sid = request.get(SESSION)
-        base = {"csrf": self.sessions.csrf(sid) if sid else "", "flash": None, "tab": None}
+        session = request.get(SESSION)
+        base = {"csrf": self.sessions.csrf(session) if session else "", "flash": None, "tab": None}
         return aiohttp_jinja2.render_template(
             name, request, {**base, **context}, status=status, app_key=TEMPLATES
         )
@@ -66,7 +71,7 @@ class Inbox:
         return self.render(request, "problem.html", context, status)
 
     def _flash(self, request: web.Request) -> Flash | None:
-        return self.sessions.read_flash(request.cookies.get(FLASH_COOKIE))
+        return self.flashes.read(request.cookies.get(FLASH_COOKIE))
 
     def _page(self, request: web.Request, name: str, context: dict[str, Any]) -> web.Response:
         """A whole page: it shows the outcome of the last answer once, then forgets it."""
@@ -88,14 +93,6 @@ class Inbox:
         return self.render(request, "login.html", {"next": following, "problem": None})
 
     async def login(self, request: web.Request) -> web.Response:
-        address = request.remote or "unknown"
-        if not self.limit.allow(address):
-            response = self.render(request, "login.html", {
-                "next": "/inbox",
-                "problem": "Too many sign-in attempts from here. Wait a minute, then try again.",
-            }, status=429)
-            response.headers["Retry-After"] = str(self.limit.retry_after(address))
-            return response
         try:
             form = await read_form(request, limit=4096)
         except BadForm as bad:
@@ -103,18 +100,26 @@ class Inbox:
                                status=bad.status)
         following = safe_back(form.get("next"))
         token = form.get("token", "").strip()
-        if not token or len(token) > MAX_TOKEN or not self.operator_ok(token):
-            return self.render(request, "login.html", {
-                "next": following, "problem": "That token is not valid.",
-            }, status=401)
-        response = web.Response(status=303, headers={"Location": following})
-        response.set_cookie(
-            self.sessions.cookie, self.sessions.issue(), max_age=SESSION_S, path="/",
-            httponly=True, samesite="Strict", secure=self.sessions.secure,
-        )
+        # The token first, whatever this address failed before: the right one always signs in.
+        if token and len(token) <= MAX_TOKEN and self.operator_ok(token):
+            session = await self.sessions.start(str(OPERATOR), BY_TOKEN)
+            response = web.Response(status=303, headers={"Location": following})
+            response.set_cookie(
+                self.sessions.cookie, session.secret, max_age=SESSION_S, path="/",
+                httponly=True, samesite="Strict", secure=self.sessions.secure,
+            )
+            return response
+        wait = self.failures.fail(client_address(request.remote))
+        page = {"next": following, "problem": NOT_VALID if wait is None else TOO_MANY}
+        response = self.render(request, "login.html", page, status=401 if wait is None else 429)
+        if wait is not None:
+            response.headers["Retry-After"] = str(wait)
         return response
 
     async def logout(self, request: web.Request) -> web.Response:
+        session = request.get(SESSION)
+        if session is not None:
+            await self.sessions.end(session)
         response = web.Response(status=303, headers={"Location": LOGIN})
         response.del_cookie(self.sessions.cookie, path="/", secure=self.sessions.secure,
                             httponly=True, samesite="Strict")
@@ -177,7 +182,7 @@ class Inbox:
         else:
             flash = await self._answer(ask, posted)
         response = web.Response(status=303, headers={"Location": back})
-        response.set_cookie(FLASH_COOKIE, self.sessions.flash(flash), max_age=60, path="/",
+        response.set_cookie(FLASH_COOKIE, self.flashes.sign(flash), max_age=FLASH_S, path="/",
                             httponly=True, samesite="Strict", secure=self.sessions.secure)
         return response
 
