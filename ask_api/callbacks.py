@@ -2,9 +2,14 @@
 
 The delivery is outbox work (written in the closing transaction, so a crash loses none),
 handed to this sender like any surface's: one try in flight per callback (the outbox claim),
-10 s a try, redirects not followed, retried with jittered backoff for two days. The URL is
-checked against the agent's `callback_urls` again before every send (the config may have
-changed). A 2xx is the agent's read of the ask: a sensitive answer is then erased.
+10 s a try, retried with jittered backoff for two days. The URL is matched against the agent's
+`callback_urls` again before every send (the config may have changed), and the URL posted to is
+the one rebuilt from the checked parts (bot/core/callback_urls.py). The callbacks have their own
+session, whose resolver (ask_api/callback_dns.py) lets them connect only to addresses they may
+reach: a host resolving to none of those is a dead letter, `blocked_address`, never retried.
+Redirects are never followed: a 3xx is a non-2xx like any other, retried (the receiver may be
+fixed), and its Location is never visited. A 2xx is the agent's read of the ask: a sensitive
+answer is then erased.
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
+from yarl import URL
 
+from ask_api.callback_dns import BLOCKED, BlockedAddress, GuardedResolver
 from ask_api.views import ask_view
 from bot.core.asks import Asks
+from bot.core.callback_urls import BadUrl, Parsed, match
 from bot.core.logs import emit
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, GiveUp, RetryLater
@@ -43,8 +52,12 @@ class Target:
     secret: bytes
     prefixes: tuple[str, ...]
 
-    def allows(self, url: str) -> bool:
-        return any(url.startswith(prefix) for prefix in self.prefixes)
+    def allows(self, url: str) -> Parsed | None:
+        """The callback as it is sent, when `url` is under one of the prefixes."""
+        try:
+            return match(url, self.prefixes)
+        except BadUrl:
+            return None
 
 
 def signature(secret: bytes, body: bytes) -> str:
@@ -70,9 +83,13 @@ class Callbacks:
 
     name = NAME
 
-    def __init__(self, asks: Asks, targets: Mapping[str, Target]) -> None:
+    def __init__(
+        self, asks: Asks, targets: Mapping[str, Target], lookup: AbstractResolver | None = None
+    ) -> None:
         self.asks = asks
         self.targets = dict(targets)
+        # `lookup` resolves names (getaddrinfo by default); the guard keeps what may be reached.
+        self.resolver = GuardedResolver(lookup)
         self.session: aiohttp.ClientSession | None = None
         self.delivered = 0
 
@@ -84,14 +101,14 @@ class Callbacks:
 
     async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
         target = self.targets.get(ask.agent)
-        url = ask.callback_url or ""
-        if target is None or not target.allows(url):
+        callback = target.allows(ask.callback_url or "") if target is not None else None
+        if target is None or callback is None:
             raise GiveUp("the callback URL is no longer allowed for this agent")
         now = self.asks.clock.now()
         if now - (ask.closed_at or now) > KEEP_TRYING_S:
             raise GiveUp(f"no 2xx from the callback in {KEEP_TRYING_S / 3600:.0f} h")
         body = json.dumps({"event": EVENT, "ask": ask_view(ask)}, ensure_ascii=False).encode()
-        status = await self._post(url, body, target, ask, now)
+        status = await self._post(callback, body, target, ask, now)
         if not 200 <= status < 300:
             kind = "rate_limited" if status == 429 else "error"
             raise RetryLater(backoff(ask, now), f"the callback answered {status}", kind)
@@ -99,7 +116,9 @@ class Callbacks:
         emit(log, "callback.delivered", ask=ask.id, delivery=delivery_id(ask), status=status)
         await self.asks.mark_read(ask)
 
-    async def _post(self, url: str, body: bytes, target: Target, ask: AskRow, now: float) -> int:
+    async def _post(
+        self, callback: Parsed, body: bytes, target: Target, ask: AskRow, now: float
+    ) -> int:
         if self.session is None:
             raise RetryLater(FIRST_RETRY_S, "callbacks are not started")
         headers = {
@@ -108,10 +127,16 @@ class Callbacks:
         }
         try:
             async with self.session.post(
-                url, data=body, headers=headers, allow_redirects=False,
+                URL(callback.url, encoded=True), data=body, headers=headers, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=TRY_TIMEOUT_S),
             ) as resp:
                 return resp.status
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, BlockedAddress):
+                emit(log, "callback.blocked", level=logging.WARNING, ask=ask.id,
+                     delivery=delivery_id(ask), host=callback.host)
+                raise GiveUp(BLOCKED) from None
+            raise RetryLater(backoff(ask, now), f"callback failed: {exc.__class__.__name__}") from None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise RetryLater(backoff(ask, now), f"callback failed: {exc.__class__.__name__}") from None
 
@@ -122,7 +147,13 @@ class Callbacks:
         return []
 
     async def start(self, session: Any) -> None:
-        self.session = session
+        # Not the process's shared session: this one's connector resolves through the guard,
+        # and trusts no proxy from the environment (a proxy would connect on aye's behalf).
+        connector = aiohttp.TCPConnector(resolver=self.resolver)
+        self.session = aiohttp.ClientSession(connector=connector, trust_env=False)
 
     async def close(self) -> None:
-        self.session = None
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        await self.resolver.close()

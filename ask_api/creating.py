@@ -61,10 +61,9 @@ async def create(asks: Asks, agent: AgentInfo, new: NewAsk) -> tuple[AskRow, boo
 
 
 def may_call_back(agent: AgentInfo, url: str | None) -> None:
-    """A callback goes only where the operator allowed this agent's, signed: 422 naming
-    callback_url otherwise."""
-    if url is None or agent.may_call_back(url):
-        return
-    why = ("this agent has no callback_secret_env" if not agent.signs_callbacks
-           else "is not under this agent's callback_urls")
-    raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")
+    """A callback goes only where the operator allowed this agent's (its scheme, host and
+    port, under a prefix's path: bot/core/callback_urls.py), signed: 422 naming callback_url
+    otherwise."""
+    why = None if url is None else agent.callback_refusal(url)
+    if why is not None:
+        raise ApiError(422, "invalid_field", f"callback_url: {why}", "callback_url")

@@ -11,7 +11,6 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -23,6 +22,7 @@ from pydantic import (
 )
 
 from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
+from bot.core.callback_urls import BadUrl, parse_prefix
 from bot.core.config import (
     Defaults,
     Duration,
@@ -41,6 +41,15 @@ HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
 class ConfigError(Exception):
     """A config file that cannot be used; the message is one line for the operator."""
+
+
+class EntryError(ValueError):
+    """One bad entry of a list of values, which the key then names by its index from 0, as
+    the contract writes it (`agents[1].callback_urls[0]`: the first agent's first prefix)."""
+
+    def __init__(self, index: int, why: str) -> None:
+        super().__init__(why)
+        self.index = index
 
 
 class Agent(Strict):
@@ -73,10 +82,11 @@ class Agent(Strict):
     @field_validator("callback_urls")
     @classmethod
     def _prefixes(cls, value: list[str]) -> list[str]:
-        for prefix in value:
-            parts = urlsplit(prefix)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"{prefix!r} is not an http(s) URL prefix like https://host/path/")
+        for index, prefix in enumerate(value):
+            try:
+                parse_prefix(prefix)
+            except BadUrl as exc:
+                raise EntryError(index, f"{prefix!r} {exc}") from None
         return value
 
     def callback_secret(self) -> bytes | None:
@@ -203,4 +213,7 @@ def load_config(path: Path, named: bool = False) -> AyeConfig:
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        raise ConfigError(f"{path}: {key_path(tuple(err['loc']), first=1) or '(file)'}: {msg}") from None
+        key = key_path(tuple(err["loc"]), first=1)
+        if isinstance(entry := err.get("ctx", {}).get("error"), EntryError):
+            key += f"[{entry.index}]"
+        raise ConfigError(f"{path}: {key or '(file)'}: {msg}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.core.callback_urls import BadUrl, match
 from bot.core.forms import Misfit
 from bot.core.responders import Responder
 from store.models import AskRow
@@ -45,7 +46,17 @@ class AgentInfo:
     verifiers: tuple[str, ...] = ()
 
     def may_call_back(self, url: str) -> bool:
-        return self.signs_callbacks and any(url.startswith(p) for p in self.callback_urls)
+        return self.callback_refusal(url) is None
+
+    def callback_refusal(self, url: str) -> str | None:
+        """Why a callback may not go to `url` (bot/core/callback_urls.py), or None."""
+        if not self.signs_callbacks:
+            return "this agent has no callback_secret_env"
+        try:
+            match(url, self.callback_urls)
+        except BadUrl as exc:
+            return str(exc)
+        return None
 
 
 @dataclass(slots=True)
