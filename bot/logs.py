@@ -1,4 +1,12 @@
-"""The process's log format: `time level logger event key=value …` (see bot.core.logs.emit)."""
+"""The process's log format: `time level logger event key=value …` (see bot.core.logs.emit), or
+one JSON object a line (`AYE_LOG_FORMAT=json`): the log, the lines aye prints at start
+(`say`), libraries' warnings and uncaught exceptions alike.
+
+What libraries say is held to what cannot leak: below warning nothing of theirs is written
+(slack-bolt copies the root level onto its own loggers, slack-sdk logs request and response
+bodies at debug, Socket Mode logs every envelope), and of what they say at warning or above
+only the first line (what follows is often a payload, a repr or a traceback).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +16,14 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, TextIO
 
 from bot.core.logs import FIELDS
 
+# aye's own loggers: `aye`, `aye.slack`, `aye.access`…; every other logger is a library's.
+OWN = "aye"
 NOISY = ("aiohttp.access", "aiosqlite", "asyncpg", "sqlalchemy", "slack_bolt", "slack_sdk",
          "gidgethub", "asyncio", "mcp", "sse_starlette")
 # Where aiohttp reports a request it could not parse ("Error handling request", at error).
@@ -47,7 +58,7 @@ def _escaped(char: str) -> str:
 class KeyValueFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created))
-        message = escape_controls(record.getMessage())
+        message = escape_controls(said(record))
         line = f"{stamp} {record.levelname.lower()} {record.name} {message}"
         fields: dict[str, Any] = getattr(record, FIELDS, {})
         for key, value in fields.items():
@@ -67,17 +78,19 @@ LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNI
 FORMATS = ("text", "json")
 
 
+def _json_head(created: float, level: str, logger: str, msg: str) -> dict[str, Any]:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created))
+    millis = int((created - int(created)) * 1000)
+    return {"ts": f"{stamp}.{millis:03d}Z", "level": level, "logger": logger, "msg": msg}
+
+
 class JsonFormatter(logging.Formatter):
     """`AYE_LOG_FORMAT=json`: one object a line, `ts`, `level`, `logger`, `msg`, and the event's
     fields (`ask`, `ref`, `surface`, `delivery`… where they apply). json.dumps escapes every
     control character, so no value can end the line or forge a field."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage(),
-        }
+        line = _json_head(record.created, record.levelname.lower(), record.name, said(record))
         fields: dict[str, Any] = getattr(record, FIELDS, {})
         for key, value in fields.items():
             if value is not None and key not in line:
@@ -142,12 +155,98 @@ def _retell(record: logging.LogRecord, level: int, event: str, fields: dict[str,
     setattr(record, FIELDS, fields)
 
 
+def is_own(record: logging.LogRecord) -> bool:
+    """A line of aye's own: from its loggers, or told by aye (bot.core.logs.emit's fields, as
+    ProtocolNoise retells aiohttp's lines)."""
+    name = record.name
+    return name == OWN or name.startswith(OWN + ".") or hasattr(record, FIELDS)
+
+
+def said(record: logging.LogRecord) -> str:
+    """The record's message as written: aye's whole; a library's first line only."""
+    message = record.getMessage()
+    if is_own(record):
+        return message
+    first, _, rest = message.partition("\n")
+    return f"{first} …" if rest.strip() else first
+
+
+class LibraryFloor(logging.Filter):
+    """On the handler, whatever each library did to its own loggers' levels: a library's line
+    below warning is never written (see the module's docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or is_own(record)
+
+
+# The format of what `say` prints, set by `setup`.
+_format = "text"
+
+
+def requested_format(env: Mapping[str, str]) -> str:
+    """AYE_LOG_FORMAT as bot.settings reads it, for the lines written before the settings are
+    (a settings error among them); "text" for a value bot.settings will refuse."""
+    value = env.get("AYE_LOG_FORMAT", "").strip().lower()
+    return value if value in FORMATS else "text"
+
+
+def say(line: str, *, level: int = logging.INFO, stream: TextIO | None = None) -> None:
+    """A line aye prints for the operator (the start-up lines, the one line before exit 2):
+    `aye: …`, or under `AYE_LOG_FORMAT=json` one JSON object like the log's."""
+    out = stream if stream is not None else sys.stdout
+    if _format == "json":
+        head = _json_head(time.time(), logging.getLevelName(level).lower(), OWN, line)
+        text = json.dumps(head, ensure_ascii=False)
+    else:
+        text = f"aye: {escape_controls(line)}"
+    print(text, file=out, flush=True)
+
+
+CRASH = logging.getLogger(OWN)
+
+
+def _uncaught(kind: type[BaseException], exc: BaseException,
+              trace: TracebackType | None) -> None:
+    """What would end the process with a traceback on stderr is one log line instead (its
+    class only: the text may hold a value), in the log's format."""
+    CRASH.error("aye.uncaught", exc_info=(kind, exc, trace), extra={FIELDS: {"at": _at(trace)}})
+
+
+def _at(trace: TracebackType | None) -> str | None:
+    """Where it was raised (`file:line`): the innermost frame, no value of it."""
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    return f"{trace.tb_frame.f_code.co_filename}:{trace.tb_lineno}" if trace else None
+
+
+def _thread_uncaught(args: threading.ExceptHookArgs) -> None:
+    if args.exc_value is not None:
+        _uncaught(args.exc_type, args.exc_value, args.exc_traceback)
+
+
+def _unraisable(unraisable: Any) -> None:
+    """`Exception ignored in …`: Python's own stderr line, as a log line."""
+    exc = unraisable.exc_value
+    if exc is not None:
+        CRASH.warning("aye.ignored_exception", exc_info=(type(exc), exc, None),
+                      extra={FIELDS: {}})
+
+
 def setup(level: int = logging.INFO, fmt: str = "text") -> None:
+    global _format
+    _format = fmt
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else KeyValueFormatter())
+    handler.addFilter(LibraryFloor())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # Python's warnings, uncaught exceptions (in any thread) and ignored ones go through the
+    # log, so that each is one line in its format.
+    logging.captureWarnings(True)
+    sys.excepthook = _uncaught
+    threading.excepthook = _thread_uncaught
+    sys.unraisablehook = _unraisable
     quiet_libraries()
 
 

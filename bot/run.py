@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
+from bot import logs
 from bot.connections import (
     BODY_TIMEOUT_S,
     HEADER_TIMEOUT_S,
@@ -72,7 +73,7 @@ async def _serve_until_stopped(
         why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise CannotListen(f"cannot listen on {host}:{port}: {why}") from None
     for line in banner(site.port):
-        print(f"aye: {line}", flush=True)
+        logs.say(line)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

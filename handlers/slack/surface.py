@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aye.slack")
 
+# slack-bolt's and Socket Mode's logger (see library_logger).
+BOLT_LOGGER = "slack_bolt"
 AUTH_TIMEOUT_S = 10.0
 # connect_async() retries a refused or unreachable Socket Mode endpoint forever: bound it.
 CONNECT_TIMEOUT_S = 10.0
@@ -106,6 +108,26 @@ def _row_time(ask: AskRow, action: str) -> float:
     if action == REMIND and ask.reminded_at is not None:
         return ask.reminded_at
     return ask.created_at
+
+
+def library_logger() -> logging.Logger:
+    """The logger slack-bolt and slack-sdk's Socket Mode client write to: held at warning
+    whatever the root level (what they log below it holds payloads; see bot.logs)."""
+    logger = logging.getLogger(BOLT_LOGGER)
+    logger.setLevel(logging.WARNING)
+    return logger
+
+
+def received(body: dict[str, Any]) -> dict[str, Any]:
+    """What a debug line may say of an interaction: its kind, who, and which control or
+    modal; never a value, a state or a response_url."""
+    actions = body.get("actions") or [{}]
+    first = actions[0] if isinstance(actions[0], dict) else {}
+    view = body.get("view") or {}
+    return {
+        "kind": body.get("type"), "user": (body.get("user") or {}).get("id"),
+        "action": first.get("action_id"), "view": view.get("callback_id"),
+    }
 
 
 def _refused(status: str) -> bool:
@@ -205,9 +227,11 @@ class SlackSurface:
         )
         self._posts = Posts(self._asks, client, poster, self._default_channel)
         # bolt builds each listener's client from this one: same base_url, session, retries.
-        # bolt's own logger is kept: bot.logs holds "slack_bolt" at warning, so payloads it
-        # logs at debug (a typed answer among them) never reach the log.
-        self._app = AsyncApp(client=client)
+        # Its logger is given: without one, bolt copies the root logger's level onto its own
+        # (logging.getLogger("slack_bolt.AsyncApp").level = root's), and at AYE_LOG_LEVEL=debug
+        # it and Socket Mode (which logs through it) would write every envelope, a typed answer
+        # among them. Given one, bolt copies that logger's level onto each logger it makes.
+        self._app = AsyncApp(client=client, logger=library_logger())
         self._app.use(self._with_asks)
         actions.register(self._app)
         views.register(self._app)
@@ -216,10 +240,12 @@ class SlackSurface:
             self._retrying = asyncio.create_task(self._keep_trying(), name="aye-slack-connect")
 
     async def _with_asks(
-        self, context: AsyncBoltContext, next: Callable[[], Awaitable[None]]
+        self, context: AsyncBoltContext, next: Callable[[], Awaitable[None]],
+        body: dict[str, Any] | None = None,
     ) -> None:
         """The one middleware: every listener finds the core, and the teams whose members may
-        answer, in its context."""
+        answer, in its context. (bolt passes each argument by its name.)"""
+        emit(log, "slack.received", level=logging.DEBUG, **received(body or {}))
         context[ASKS] = self._asks
         context[TEAMS] = self.answering_teams()
         await next()
@@ -334,6 +360,7 @@ class SlackSurface:
             raise RetryLater(REFUSED_RETRY_S, f"slack bot token refused: {self._auth}")
         if self._posts is None:
             raise RetryLater(FIRST_RETRY_S, "slack is not started")
+        emit(log, "slack.delivering", level=logging.DEBUG, id=ask.id, action=action)
         try:
             if action in PACED:
                 await self._post(self._posts, ask, action)
