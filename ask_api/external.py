@@ -31,6 +31,7 @@ from ask_api.verifiers import Verifier
 from bot.core import external, payloads, rules
 from bot.core.answering import INVALID_ANSWER
 from bot.core.asks import Asks
+from bot.core.bodies import encoding_problem
 from bot.core.forms import Misfit
 from bot.core.logs import emit
 from store.models import AskRow
@@ -119,20 +120,25 @@ class Door:
 
     async def _payload(self, ask: AskRow, body: bytes) -> Any:
         """The signed body as JSON the store can hold; a body that is not is refused and
-        recorded like any payload that does not fit (400, the ticket still usable)."""
-        try:
-            payload = json_of(body)
-        except ApiError:
-            misfit = Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT)
+        recorded like any payload that does not fit (400, the ticket still usable): one not
+        in UTF-8 without a byte-order mark as `malformed_body`, as on every route."""
+        code, problem = "invalid_payload", encoding_problem(body)
+        if problem is not None:
+            code, misfit = "malformed_body", Misfit("must be JSON in UTF-8, without a byte-order "
+                                                    "mark", payloads.ROOT)
         else:
-            bad = unusable(payload)
-            if bad is None:
-                return payload
-            where = field_path((payloads.ROOT, *bad.loc))
-            misfit = Misfit(bad.problem, where)
+            try:
+                payload = json_of(body)
+            except ApiError:
+                misfit = Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT)
+            else:
+                bad = unusable(payload)
+                if bad is None:
+                    return payload
+                misfit = Misfit(bad.problem, field_path((payloads.ROOT, *bad.loc)))
         person = external.responder(ask.verifier or "")
         await self.asks.refuse(ask, person, INVALID_ANSWER, external.SURFACE, misfit=misfit)
-        raise ApiError(400, "invalid_payload", f"{misfit.field}: {misfit.message}", misfit.field)
+        raise ApiError(400, code, f"{misfit.field}: {misfit.message}", misfit.field)
 
 
 def _unsigned() -> ApiError:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
 from bot.core.batch import StoreClosing
+from bot.core.bodies import encoding_problem
 from bot.core.config import key_path
 from bot.core.limits import Limited
 
@@ -82,7 +83,11 @@ async def read_json(request: web.Request) -> Any:
 
 
 def json_of(raw: bytes) -> Any:
-    """`raw` as JSON (an empty body is null); 400 `malformed_body` otherwise."""
+    """`raw` as JSON in UTF-8 without a byte-order mark (an empty body is null); 400
+    `malformed_body` otherwise."""
+    problem = encoding_problem(raw)
+    if problem is not None:
+        raise ApiError(400, "malformed_body", problem)
     try:
         return loads(raw or b"null")
     except TooDeep:

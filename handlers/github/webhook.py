@@ -11,6 +11,7 @@ import gidgethub
 from aiohttp import web
 from gidgethub import routing, sansio
 
+from bot.core.bodies import encoding_problem
 from bot.core.logs import emit
 
 from . import comments, reviews
@@ -88,14 +89,22 @@ class Webhook:
             body = await self._read(request)
         except TooLarge:
             return error(413, "body_too_large", "the body is over GitHub's 25 MB webhook limit")
+        event: sansio.Event | None = None
         try:
             # Always with the secret: without it gidgethub accepts an unsigned request.
             event = sansio.Event.from_http(headers, body, secret=self.secret)
         except gidgethub.ValidationFailure:
             return self._bad_signature(headers)
         except (LookupError, RecursionError, gidgethub.BadRequest):
-            # KeyError: gidgethub's way of saying X-GitHub-Event or X-GitHub-Delivery is missing;
-            # LookupError: an unknown charset; RecursionError: JSON nested too deep to decode.
+            # Signed (gidgethub checks the signature first). KeyError: gidgethub's way of saying
+            # X-GitHub-Event or X-GitHub-Delivery is missing; LookupError: an unknown charset;
+            # RecursionError: JSON nested too deep to decode.
+            pass
+        unreadable = encoding_problem(body)
+        if unreadable is not None:
+            # gidgethub decodes by the charset the sender names (UTF-16 too): aye reads UTF-8.
+            return error(400, "malformed_body", unreadable)
+        if event is None:
             return error(400, "malformed", "not a GitHub webhook delivery (headers or JSON body)")
         refused = _malformed(event)
         if refused is not None:
