@@ -121,6 +121,11 @@ async def test_sign_out_on_one_process_ends_the_session_on_the_other(
 
         assert not await opens(on_one, cookie) and not await opens(on_other, cookie)
         assert await opens(on_one, second)  # only that session ended
+        # Sign out from the page still open on the first: its browser forgets the dead cookie.
+        async with on_one.post("/logout", headers=carrying(cookie), allow_redirects=False) as resp:
+            assert (resp.status, resp.headers["Location"]) == (303, "/login")
+            assert resp.cookies[COOKIE].value == ""
+        assert await opens(on_one, second)
 
 
 async def test_a_session_survives_a_restart_and_a_sign_out_after_it_still_ends_it(
