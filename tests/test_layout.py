@@ -87,8 +87,11 @@ def show(found: list[str]) -> str:
 
 def _core_may(imp: Import) -> bool:
     top = imp.target.partition(".")[0]
-    # Pure computation: validation (jsonschema, its referencing, and regex for bounded patterns).
-    if top in sys.stdlib_module_names or top in ("pydantic", "jsonschema", "referencing", "regex"):
+    # Pure computation: validation (jsonschema, its referencing, and regex for bounded patterns),
+    # and RFC 8785 for the canonical identity of a call (bot/core/identity.py).
+    if top in sys.stdlib_module_names or top in (
+        "pydantic", "jsonschema", "referencing", "regex", "rfc8785",
+    ):
         return True
     return under(imp.target, "store", "bot.core")
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import string
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core import kinds
+# A work's key and kind are its identity's (bot.core.identity); every module reads them here.
+from bot.core import identity
+from bot.core.identity import work_key as work_key
+from bot.core.identity import work_kind as work_kind
 
 QUESTION = "question"
 APPROVAL = "approval"
@@ -94,37 +96,19 @@ def parse_ref(text: str) -> tuple[str, int] | None:
     return kind, int(text[1:], 36)
 
 
-def work_key(work: Mapping[str, Any] | None) -> str | None:
-    """One string per conversation (`slack:C1:1.2`, `github:o/r#4`), so the open asks of a
-    thread or issue are one index probe. Each surface says how its own work is keyed."""
-    if not work:
-        return None
-    for name, value in work.items():
-        kind = kinds.known(name)
-        if kind is not None and kind.work_key is not None and isinstance(value, Mapping):
-            return f"{name}:{kind.work_key(value)}"
-    return None
-
-
-def work_kind(work: Mapping[str, Any] | None) -> str | None:
-    """The kind of work (`github.issue`, `github.pull`, `slack.thread`), as its surface says."""
-    for name, value in (work or {}).items():
-        kind = kinds.known(name)
-        if kind is not None and kind.work_kind is not None and isinstance(value, Mapping):
-            return kind.work_kind(value)
-    return None
-
-
 def canonical_json(value: Any) -> str:
-    """Key order and whitespace do not matter: the same data gives the same text."""
+    """Key order and whitespace do not matter: the same data gives the same text. For a
+    question's body and an answer's text only: a call's identity, and the input an approval
+    shows, are bot.core.identity's."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
 class ShownInput:
-    """An approval's input as a surface can show it: `text` (canonical JSON, at most the
-    surface's limit), whether that is all of it, and the SHA-256 of the whole canonical JSON,
-    which a surface that cuts must show with where to read it whole (`aye show REF`)."""
+    """An approval's input as a surface can show it: `text` (its canonical form, at most the
+    surface's limit), whether that is all of it, and `sha256`, the input's `input_sha256`
+    (bot.core.identity: the SHA-256 of exactly that canonical text), which every surface
+    shows by that name, with where to read the input whole (`aye show REF`) when it cuts."""
 
     text: str
     whole: bool
@@ -133,14 +117,15 @@ class ShownInput:
 
 def input_shown(call_input: Any, limit: int) -> ShownInput:
     """As much of the input as fits in `limit` characters; never cut silently (see ShownInput)."""
-    full = canonical_json(call_input)
-    sha = hashlib.sha256(full.encode()).hexdigest()
+    whole = identity.canonical(call_input)
+    full, sha = whole.decode(), identity.sha256(whole)
     if len(full) <= limit:
         return ShownInput(full, True, sha)
     return ShownInput(full[:limit], False, sha)
 
 
 def digest(value: Any) -> str:
+    """For a question's body (its idempotency key's check); never a call's identity."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
