@@ -527,7 +527,11 @@ class FakeGitHub(LocalServer):
 
     async def _get_issue(self, request: web.Request) -> web.Response:
         await asyncio.sleep(self.issue_delay)
-        issue = self.issues.get((_repo_of(request), int(request.match_info["number"])))
+        repo, number = _repo_of(request), int(request.match_info["number"])
+        issue = self.issues.get((repo, number))
+        if issue is None:  # GitHub's owner and repository names are case-insensitive
+            issue = next((found for (name, n), found in self.issues.items()
+                          if n == number and name.lower() == repo.lower()), None)
         if issue is None:
             return self._reply(404, {"message": "Not Found"})
         return self._reply(200, issue)

@@ -81,7 +81,7 @@ async def test_an_operation_in_other_case_is_gated_all_the_same(gated: Aye) -> N
     for operation in ("DEPLOY.prod", "Deploy.Staging"):
         status, body = await call(gated, operation, {"v": 1})
         assert (status, body["decision"]) == (202, "pending")
-        assert body["ask"]["operation"] == operation
+        assert body["ask"]["operation"] == operation.lower()  # stored as it is matched
 
 
 async def test_approve_once(gated: Aye) -> None:
@@ -111,7 +111,7 @@ async def test_approve_once(gated: Aye) -> None:
     history = (await gated.get(ask["id"], operator=True))["history"]
     assert [e["event"] for e in history] == ["created", "answered", "read", "used"]
     assert history[0]["operation"] == "deploy.staging" and history[0]["agent"] == "default"
-    assert len(history[0]["input_hash"]) == 16
+    assert len(history[0]["input_sha256"]) == len(history[0]["call_sha256"]) == 64
 
 
 async def test_identical_calls_racing_share_one_ask(gated: Aye) -> None:

@@ -62,10 +62,15 @@ async def test_a_timed_out_start_cancels_the_work(gated: Aye, manual_clock: Manu
 
 
 async def test_only_the_gated_kinds(gated: Aye) -> None:
-    status, body = await start(gated, PULL)  # a pull request: github.pull, not gated here
-    assert (status, body) == (200, {"decision": "allow"})
     status, body = await start(gated, {"slack": {"channel": "C0123ABCD", "thread_ts": "1.2"}})
-    assert status == 200
+    assert (status, body) == (200, {"decision": "allow"})  # a Slack thread: not gated here
+
+
+async def test_a_claimed_kind_github_cannot_confirm_is_gated_as_either_kind(gated: Aye) -> None:
+    # GitHub is off here, so nothing can say whether #8 is the pull request the agent says:
+    # the `github.issue` gate takes it all the same (tests/test_same_call.py reads GitHub).
+    status, body = await start(gated, PULL)
+    assert (status, body["decision"]) == (202, "pending")
 
 
 async def test_a_gate_of_agents_alone_gates_their_starts(

@@ -189,6 +189,29 @@ class Gate(Strict):
                 best = max(best, 10_000)
         return best
 
+    def names_kinds_within(self, surface: str, agent: str) -> bool:
+        """Whether this gate tells one kind of `surface`'s works from another for `agent`
+        (`github.pull`, not all of `github.`): then a start's kind must be read, not taken."""
+        if self.agents and agent not in self.agents:
+            return False
+        prefix = f"{surface}."
+        return any(p.startswith(prefix) and p != prefix for p in self.kinds)
+
+    def any_kind_specificity(self, surface: str, agent: str) -> int:
+        """As start_specificity, for a work of `surface` whose kind is not known: the best
+        score over every kind it could be (a kind of that surface), -1 when none is gated."""
+        if self.agents and agent not in self.agents:
+            return -1
+        if not self.kinds:
+            return 0 if (self.agents and not self.operations) else -1
+        prefix, best = f"{surface}.", -1
+        for pattern in self.kinds:
+            if pattern.endswith(".") and (prefix.startswith(pattern) or pattern.startswith(prefix)):
+                best = max(best, len(pattern))
+            elif pattern.startswith(prefix):
+                best = max(best, 10_000)
+        return best
+
     @property
     def remembers(self) -> float:
         """How long a refusal answers an identical call at once: remember_refusal, by
@@ -216,13 +239,21 @@ class Gate(Strict):
         return best
 
 
-
-
 def start_gate_for(gates: list[Gate], kind: str | None, agent: str) -> Gate | None:
     """The most specific gate of a start (see Gate.start_specificity), or None."""
     best: tuple[int, Gate] | None = None
     for gate in gates:
         score = gate.start_specificity(kind, agent)
+        if score >= 0 and (best is None or score > best[0]):
+            best = (score, gate)
+    return best[1] if best else None
+
+
+def any_kind_gate_for(gates: list[Gate], surface: str, agent: str) -> Gate | None:
+    """The most specific gate of a start on `surface` whose kind is not known, or None."""
+    best: tuple[int, Gate] | None = None
+    for gate in gates:
+        score = gate.any_kind_specificity(surface, agent)
         if score >= 0 and (best is None or score > best[0]):
             best = (score, gate)
     return best[1] if best else None

@@ -1,12 +1,13 @@
 """Approval gates: which gate an operation meets, and the `/v1/calls` decision. An approval
-lets that exact call (agent, operation, input, work) through once, decided by the database."""
+lets that exact call (agent, operation, input, work: bot.core.identity) through once, decided
+by the database."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from bot.core import rules
+from bot.core import identity, rules
 from bot.core.asks import Asks, new_ask_values
 from bot.core.config import Gate, gate_for
 from bot.core.logs import emit
@@ -34,10 +35,11 @@ class Gates:
         gate = gate_for(self.gates, operation, agent.name)
         if gate is None:
             return CallDecision(ALLOW)
-        call_hash = rules.digest(
-            {"agent": agent.name, "operation": operation, "input": input_, "work": work}
-        )
-        audit: dict[str, Any] = {"agent": agent.name, "operation": operation, "input_hash": call_hash[:16]}
+        # One identity decides every "same" below: `DEPLOY.prod`, `5.0`, `"Octo/App"` or an
+        # explicit `"type": "issue"` is the same call, for a refusal, a grant and a pending ask.
+        call = identity.call(agent.name, operation, input_, work)
+        call_hash = call.call_sha256
+        audit = named_hashes(agent.name, call.operation, call.input_sha256, call_hash)
         responders = gate.responders or self.asks.defaults.responders
         wider = gate.escalate.responders if gate.escalate else []
         if not self.asks.reachable([*responders, *wider], work):
@@ -55,7 +57,8 @@ class Gates:
         pending = await self._open_call(call_hash)
         if pending is not None:
             return CallDecision(PENDING, pending)
-        values = approval_values(agent.name, operation, input_, work, gate, now, timeout_s)
+        # Stored lowercased, as it is matched: whichever spelling came first, people see one.
+        values = approval_values(agent.name, call.operation, input_, work, gate, now, timeout_s)
         values.update(call_hash=call_hash, responders=[str(r) for r in responders],
                       callback_url=callback_url)
         try:
@@ -91,6 +94,12 @@ class Gates:
     async def _open_call(self, call_hash: str) -> AskRow | None:
         async with self.asks.store.read() as conn:
             return await q.open_call(conn, call_hash)
+
+
+def named_hashes(agent: str, operation: str, input_sha256: str, call_sha256: str) -> dict[str, Any]:
+    """The `created` entry of an approval (and its log lines): each hash named as what it is."""
+    return {"agent": agent, "operation": operation, "input_sha256": input_sha256,
+            "call_sha256": call_sha256}
 
 
 def approval_values(

@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core import rules
-from bot.core.config import START, Gate, start_gate_for
-from bot.core.gates import ALLOW, PENDING, REFUSE, Gates, approval_values
+from bot.core import identity, rules
+from bot.core.asks import Asks
+from bot.core.config import START, Gate, any_kind_gate_for, start_gate_for
+from bot.core.gates import ALLOW, PENDING, REFUSE, Gates, approval_values, named_hashes
 from bot.core.logs import emit
+from bot.core.surface import KindUnknown
 from bot.core.types import AgentInfo, CallDecision
 from store import asks as q
 from store.db import Duplicate
@@ -25,21 +27,55 @@ async def start(
     callback_url: str | None = None,
 ) -> CallDecision:
     """The decision on `agent` starting on `work`; `what` (title, links, trigger) is what the
-    approval shows."""
-    gate = start_gate_for(gates.gates, rules.work_kind(work), agent.name)
-    if gate is None:
-        return CallDecision(ALLOW)
-    start_hash = rules.digest({"agent": agent.name, "start": rules.work_key(work)})
+    approval shows. What an earlier start of this work decided comes first, whatever kind the
+    work is said to be now: a refused work stays refused when a later start claims another
+    `type` (the start's identity is the work without its kind: bot.core.identity)."""
+    start_hash = identity.start_sha256(agent.name, work)
     async with gates.asks.store.read() as conn:
         latest = await q.latest_call(conn, start_hash)
     decided = _decided(latest)
     if decided is not None:
         return decided
+    gate = await start_gate(gates, agent.name, work)
+    if gate is None:
+        return CallDecision(ALLOW)
     responders = gate.responders or gates.asks.defaults.responders
     wider = gate.escalate.responders if gate.escalate else []
     if not gates.asks.reachable([*responders, *wider], work):
         return CallDecision(REFUSE)
     return await _ask(gates, agent, work, what, gate, start_hash, callback_url)
+
+
+async def start_gate(gates: Gates, agent: str, work: dict[str, Any]) -> Gate | None:
+    """The gate of this start. Where the gates tell a surface's kinds apart (`github.pull`
+    but not `github.issue`), the kind is read from the surface itself, never taken from the
+    agent's `type`; when it cannot be read, the start is gated as any kind it could be (the
+    claimed kind's gate first, else the most specific gate of any kind of that surface), so a
+    claim can never take a start out of every gate."""
+    claimed = start_gate_for(gates.gates, rules.work_kind(work), agent)
+    surface = identity.work_surface(work)
+    if surface is None or not any(g.names_kinds_within(surface, agent) for g in gates.gates):
+        return claimed
+    try:
+        kind = await kind_of(gates.asks, work)
+    except KindUnknown as exc:
+        emit(log, "start.kind_unknown", level=logging.WARNING, agent=agent,
+             work=rules.work_key(work), why=str(exc))
+        return claimed or any_kind_gate_for(gates.gates, surface, agent)
+    return start_gate_for(gates.gates, kind, agent)
+
+
+async def kind_of(asks: Asks, work: dict[str, Any]) -> str:
+    """The work's kind as its surface reads it (bot.core.surface.KindSource); KindUnknown when
+    that surface is off, cannot tell kinds apart, or cannot read it now."""
+    name = identity.work_surface(work)
+    source = getattr(asks.surfaces.get(name or ""), "work_kind", None)
+    if source is None:
+        raise KindUnknown(f"the {name} surface is off or cannot read a work's kind")
+    kind = await source(work)
+    if not isinstance(kind, str):
+        raise KindUnknown(f"the {name} surface gave no kind")
+    return kind
 
 
 def _decided(latest: AskRow | None) -> CallDecision | None:
@@ -65,7 +101,7 @@ async def _ask(
     responders = gate.responders or gates.asks.defaults.responders
     values.update(call_hash=start_hash, responders=[str(r) for r in responders],
                   callback_url=callback_url)
-    audit = {"agent": agent.name, "operation": START, "input_hash": start_hash[:16]}
+    audit = named_hashes(agent.name, START, identity.input_sha256(shown), start_hash)
     try:
         ask = await gates.asks.insert(values, audit, agent, counted=True)
     except Duplicate:  # an identical start made the pending approval first: share it

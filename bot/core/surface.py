@@ -66,6 +66,19 @@ class AuthorSource(Protocol):
         itself, never from the agent; AuthorUnknown when it cannot be read."""
 
 
+class KindUnknown(Exception):
+    """What kind a work is (an issue or a pull request) could not be read from its surface: a
+    start is then gated as any kind of that surface's work could be (bot.core.starts)."""
+
+
+class KindSource(Protocol):
+    """A surface that can say what kind one of its works is (for start gates' `kinds`)."""
+
+    async def work_kind(self, work: dict[str, Any]) -> str:
+        """`github.issue` or `github.pull`, read from the surface itself, never from the
+        agent's `type`; KindUnknown when it cannot be read."""
+
+
 class Surface(Protocol):
     name: str
 

@@ -1,13 +1,16 @@
-"""Who opened a GitHub issue or pull request, for `prevent_self_approval`: its `user.login`,
-read from GitHub itself (`GET /repos/{owner}/{repo}/issues/{number}`, which serves pull
-requests too), never from the agent. Fails closed: when GitHub cannot say, AuthorUnknown, and
-the approval that asked is refused, never taken on a guess."""
+"""Who opened a GitHub issue or pull request (for `prevent_self_approval`: its `user.login`)
+and which it is (for start gates' `kinds`: a pull request carries a `pull_request` key), read
+from GitHub itself (`GET /repos/{owner}/{repo}/issues/{number}`, which serves pull requests
+too), never from the agent. Fails closed: when GitHub cannot say, AuthorUnknown (the approval
+that asked is refused, never taken on a guess) or KindUnknown (the start is gated as either
+kind would be)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -16,7 +19,7 @@ import gidgethub
 
 from bot.core.clock import Clock
 from bot.core.logs import emit
-from bot.core.surface import AuthorUnknown
+from bot.core.surface import AuthorUnknown, KindUnknown
 
 from .auth import GitHubAuth, NotInstalled
 from .plugin import LOGIN, SURFACE
@@ -24,20 +27,36 @@ from .plugin import LOGIN, SURFACE
 log = logging.getLogger("aye.github")
 
 ISSUE = "/repos/{owner}/{repo}/issues/{number}"
-# An issue keeps its author: remember it a while rather than ask GitHub on every approval.
-# Only answers are kept; a failure is asked again next time.
+# An issue keeps its author, and never turns into a pull request (nor back): remember them a
+# while rather than ask GitHub on every approval or start. Only answers are kept; a failure is
+# asked again next time.
 CACHE_TTL_S = 600.0
 CACHE_SIZE = 4096
 # GitHub gives up on a webhook after 10 s, and an `/answer` waits for this look-up: stay well
 # within it (the installation's token included).
 LOOKUP_TIMEOUT_S = 5.0
 BOT_TYPE = "Bot"
+ISSUE_KIND, PULL_KIND = "github.issue", "github.pull"
+
+
+class Unreadable(Exception):
+    """GitHub could not say (down, no access, a reply it never sends): why, safe to log."""
+
+
+@dataclass(frozen=True, slots=True)
+class IssueFacts:
+    """What one read of an issue tells: its author (None for an app's; `author_problem` says
+    why it cannot be told, when it cannot) and its kind."""
+
+    author: str | None
+    author_problem: str | None
+    kind: str
 
 
 class IssueAuthors:
     def __init__(self, auth: GitHubAuth, clock: Clock) -> None:
         self.auth = auth
-        self._cache: cachetools.TTLCache[tuple[str, int], str | None] = cachetools.TTLCache(
+        self._cache: cachetools.TTLCache[tuple[str, int], IssueFacts] = cachetools.TTLCache(
             maxsize=CACHE_SIZE, ttl=CACHE_TTL_S, timer=clock.now
         )
 
@@ -46,15 +65,37 @@ class IssueAuthors:
     ) -> str | None:
         """`github:<login>` of whoever opened `repo`#`number`; None when an app opened it (a
         bot is no person); AuthorUnknown when GitHub cannot say."""
+        try:
+            facts = await self.facts(session, repo, number)
+        except Unreadable as exc:
+            raise AuthorUnknown(str(exc)) from None
+        if facts.author_problem is not None:
+            raise AuthorUnknown(facts.author_problem)
+        return facts.author
+
+    async def kind(self, session: aiohttp.ClientSession | None, repo: str, number: int) -> str:
+        """`github.pull` for a pull request, `github.issue` for an issue, as GitHub says;
+        KindUnknown when it cannot say."""
+        try:
+            return (await self.facts(session, repo, number)).kind
+        except Unreadable as exc:
+            raise KindUnknown(str(exc)) from None
+
+    async def facts(
+        self, session: aiohttp.ClientSession | None, repo: str, number: int
+    ) -> IssueFacts:
+        """The issue's facts, from the cache or one read (Unreadable when GitHub cannot say)."""
         key = (repo.lower(), number)
         if key in self._cache:
             return self._cache[key]
         if session is None:
-            raise AuthorUnknown("github is not started")
-        found = author_of(await self._issue(session, repo, number))
-        self._cache[key] = found
-        emit(log, "github.issue_author", repo=repo, number=number, author=found)
-        return found
+            raise Unreadable("github is not started")
+        facts = facts_of(await self._issue(session, repo, number))
+        if facts.author_problem is None:  # a reply naming no author is asked again next time
+            self._cache[key] = facts
+        emit(log, "github.issue_read", repo=repo, number=number, author=facts.author,
+             kind=facts.kind)
+        return facts
 
     async def _issue(
         self, session: aiohttp.ClientSession, repo: str, number: int
@@ -67,26 +108,35 @@ class IssueAuthors:
                 reply = await asyncio.wait_for(self._get(session, repo, url_vars),
                                                LOOKUP_TIMEOUT_S)
             except NotInstalled:
-                raise AuthorUnknown(f"the GitHub App is not installed on {repo}") from None
+                raise Unreadable(f"the GitHub App is not installed on {repo}") from None
             except gidgethub.HTTPException as exc:
                 if int(exc.status_code) == 401 and not renewed:
                     self.auth.forget(None, repo)
                     continue
-                raise AuthorUnknown(f"GitHub answered {int(exc.status_code)}") from None
+                raise Unreadable(f"GitHub answered {int(exc.status_code)}") from None
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                raise AuthorUnknown(f"GitHub unreachable: {exc.__class__.__name__}") from None
+                raise Unreadable(f"GitHub unreachable: {exc.__class__.__name__}") from None
             except (ValueError, KeyError, TypeError):
-                raise AuthorUnknown("GitHub's reply was not what it always sends") from None
+                raise Unreadable("GitHub's reply was not what it always sends") from None
             if not isinstance(reply, Mapping):
                 break
             return reply
-        raise AuthorUnknown("GitHub's reply was not what it always sends")
+        raise Unreadable("GitHub's reply was not what it always sends")
 
     async def _get(
         self, session: aiohttp.ClientSession, repo: str, url_vars: dict[str, str]
     ) -> Any:
         gh = await self.auth.api(session, repo)
         return await gh.getitem(ISSUE, url_vars)
+
+
+def facts_of(issue: Mapping[str, Any]) -> IssueFacts:
+    """What an issue GitHub served tells (its author may be untellable; its kind always is)."""
+    kind = PULL_KIND if issue.get("pull_request") is not None else ISSUE_KIND
+    try:
+        return IssueFacts(author_of(issue), None, kind)
+    except AuthorUnknown as exc:
+        return IssueFacts(None, str(exc), kind)
 
 
 def author_of(issue: Mapping[str, Any]) -> str | None:

@@ -23,6 +23,7 @@ from bot.core.surface import (
     UPDATE,
     AuthorUnknown,
     GiveUp,
+    KindUnknown,
     RetryLater,
     SurfaceConfigError,
 )
@@ -132,6 +133,14 @@ class GitHubSurface:
         if where is None:
             raise AuthorUnknown("the work is not a GitHub issue or pull request")
         return await self.authors.author(self._session, *where)
+
+    async def work_kind(self, work: dict[str, Any]) -> str:
+        """Whether the work is an issue or a pull request, as GitHub says, whatever `type` the
+        agent gave (bot.core.surface.KindSource)."""
+        where = github_work(work)
+        if where is None:
+            raise KindUnknown("the work is not a GitHub issue or pull request")
+        return await self.authors.kind(self._session, *where)
 
     def health(self) -> dict[str, Any]:
         return {
