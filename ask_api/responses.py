@@ -105,7 +105,9 @@ class HistoryEntry(Shown):
     event: HistoryEvent
     agent: str = sometimes()
     operation: str = sometimes()
-    input_hash: str = sometimes()
+    input_hash: str = sometimes("an older entry's: a 16-character prefix of its call hash, unnamed")
+    input_sha256: str = sometimes("an approval's: the SHA-256 of its canonical input")
+    call_sha256: str = sometimes("an approval's: the SHA-256 of its canonical call")
     surface: str = sometimes()
     where: str = sometimes()
     by: str = sometimes()
@@ -148,6 +150,8 @@ class OperatorFields(Shown):
     remind_at: Time | None = sometimes()
     reminded_at: Time | None = sometimes()
     remembered_until: Time = sometimes()
+    input_sha256: str = sometimes("an approval's: the SHA-256 of its canonical input")
+    call_sha256: str | None = sometimes("an approval's: the SHA-256 of its canonical call")
     ticket: Literal["waiting", "used", "dead"] = sometimes(
         "an external ask's ticket: its door open, used by the answer, or closed unused")
     history: list[HistoryEntry] = sometimes("every event, oldest first (not in the event stream)")
