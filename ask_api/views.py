@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import external, formats, rules
+from bot.core import external, formats, identity, rules
 from bot.core.config import START
 from store.models import AskRow
 
@@ -99,6 +99,10 @@ def operator_view(
         surface=ask.answer_surface,
         closed_at=iso(ask.closed_at),
     )
+    if ask.kind == rules.APPROVAL:
+        # Each named as what it is, as every surface shows them (bot.core.identity).
+        view["input_sha256"] = identity.input_sha256(ask.call_input)
+        view["call_sha256"] = ask.call_hash
     if ask.escalate_responders:
         view["escalation"] = {
             "responders": list(ask.escalate_responders),

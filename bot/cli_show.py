@@ -11,6 +11,7 @@ from bot import cli_formats
 from bot.cli_text import block, joined, line, relative, when
 
 START = "human.start"  # the operation a start's approval is recorded as
+HASHES = ("input_sha256", "call_sha256")
 
 
 def show(ask: dict[str, Any]) -> None:
@@ -38,6 +39,9 @@ def _show_what(ask: dict[str, Any]) -> None:
         print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
     elif ask.get("context"):
         print(f"context: {block(ask['context'])}")
+    for name in HASHES:  # an approval's, each named as what it is (as every surface shows it)
+        if ask.get(name):
+            print(f"{name}: {line(ask[name])}")
     if ask.get("kind") != "approval":
         print(f"format: {cli_formats.how(ask)}")
     if ask.get("options"):

@@ -168,10 +168,10 @@ async def test_a_long_input_is_cut_on_the_list_and_whole_on_its_page(
     assert "Input, cut: 2000 of 2520 characters shown." in listed and "THE-END" not in listed
     canonical = json.dumps(big, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     sha = hashlib.sha256(canonical.encode()).hexdigest()
-    assert f"SHA-256 <code>{sha}" in listed
+    assert f"input_sha256 <code>{sha}" in listed
     assert f'<a href="/inbox/{ref}">Read the whole input</a>' in listed
     whole = await operator.page(f"/inbox/{ref}")
-    assert "THE-END" in whole and "cut" not in whole and f"SHA-256 <code>{sha}" in whole
+    assert "THE-END" in whole and "cut" not in whole and f"input_sha256 <code>{sha}" in whole
 
 
 async def test_media_context_work_and_deadline_beside_the_question(

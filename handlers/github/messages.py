@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import formats, rules
+from bot.core import formats, identity, rules
 from bot.core.responders import Responder
 from store.models import AskRow
 
@@ -88,6 +88,7 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
              *_quorum_lines(ask), f"Deadline: {when(ask.deadline)}.", "", marker(ask.id)]
     if not _is_call(ask):
         return "\n".join([*head, *tail])
+    tail = ["", *hash_lines(ask), *tail]
     room = COMMENT_BUDGET - _size("\n".join([*head, *tail])) - ROOM_FOR_WORDS
     return "\n".join([*head, "", *input_lines(ask.call_input, ref, room), *tail])
 
@@ -98,8 +99,17 @@ def _start_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
         f"**Start approval needed** from an agent (ref `{ref}`)", "",
         f"**{starts.question(ask)}**", "", *starts.detail_lines(ask, rooms), "",
         *starts.how_to_answer(ask, ref, _who(ask, rooms.who)), "", *_quorum_lines(ask),
-        f"Deadline: {when(ask.deadline)}.", "", marker(ask.id),
+        *hash_lines(ask), "", f"Deadline: {when(ask.deadline)}.", "", marker(ask.id),
     ])
+
+
+def hash_lines(ask: AskRow) -> list[str]:
+    """An approval's identity, each hash named as what it is, as every surface shows them:
+    `input_sha256` (of its canonical input) and `call_sha256` (of the whole call)."""
+    lines = [f"- `input_sha256`: `{identity.input_sha256(ask.call_input)}`"]
+    if ask.call_hash:
+        lines.append(f"- `call_sha256`: `{ask.call_hash}`")
+    return lines
 
 
 def _who(ask: AskRow, room: int) -> str:
@@ -167,8 +177,8 @@ def input_lines(call_input: Any, ref: str, room: int) -> list[str]:
         inert.code_block(code, "json"),
         "",
         *escaped,
-        f"**The input above is cut here.** The whole input's SHA-256 (canonical JSON) is "
-        f"`{shown.sha256}`; read it whole with `aye show {ref}`.",
+        f"**The input above is cut here.** The whole input's `input_sha256` (the SHA-256 of "
+        f"its canonical form) is `{shown.sha256}`; read it whole with `aye show {ref}`.",
     ]
 
 

@@ -50,7 +50,7 @@ class Media:
 class ShownInput:
     text: str
     whole: bool
-    sha256: str
+    input_sha256: str  # of the canonical input, whatever text is shown (bot.core.identity)
     size: int
 
 
@@ -75,6 +75,7 @@ class Card:
     closed: Moment | None = None
     operation: str | None = None
     input: ShownInput | None = None
+    call_sha256: str | None = None  # an approval's call identity (bot.core.identity)
     media: list[Media] = field(default_factory=list)
     pick: tuple[int, int] | None = None
     fields: list[Any] = field(default_factory=list)
@@ -140,7 +141,7 @@ def where(work_key: str | None) -> str | None:
 
 def shown_input(call_input: Any, limit: int | None) -> ShownInput:
     """An approval's input: whole (pretty) when it fits `limit` (None: always), else the cut
-    of its canonical JSON; with the SHA-256 of the whole canonical JSON either way."""
+    of its canonical form; with its `input_sha256` either way."""
     whole = rules.input_shown(call_input, 10**9)
     if limit is None or len(whole.text) <= limit:
         pretty = json.dumps(call_input, indent=2, sort_keys=True, ensure_ascii=False)
@@ -165,6 +166,7 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
     if approval:
         shown.operation = ask.operation or ask.question
         shown.input = shown_input(ask.call_input, None if whole_input else LIST_INPUT_LIMIT)
+        shown.call_sha256 = ask.call_hash
         shown.quorum = _quorum(ask)
     if fmt == formats.MULTI and not approval:
         shown.pick = formats.bounds(ask)
