@@ -1,7 +1,8 @@
 """An external ask's schema and payload: any JSON Schema (draft 2020-12) the agent pins, written
 out whole (no `$ref`: a reference could point off the machine, or make validating a payload
-cost exponential time), and the outside system's JSON checked against it with bounded patterns
-(bot/core/validating.py). Pure: no I/O.
+cost exponential time) and bound to its request (a required property fixed with `const`); and
+the outside system's JSON checked against it with bounded patterns (bot/core/validating.py).
+Pure: no I/O.
 
 Where a payload does not fit, the words say which part and why, never the pinned value: the
 outside system learns that `reference` is not what the ask expects, not what it expects.
@@ -37,7 +38,35 @@ def check(schema: Any) -> dict[str, Any]:
     referenced = _reference(schema, "schema")
     if referenced is not None:
         raise SchemaProblem(referenced, "references are not taken: write the schema out whole")
+    if not pinned(schema):
+        raise SchemaProblem("schema", UNPINNED)
     return schema
+
+
+UNPINNED = (
+    'must pin the request with `const`: an object schema ("type": "object") with a required '
+    'property whose value is fixed by "const" (or a one-value "enum"), such as '
+    '{"reference": {"const": "inv-42"}}, so that only a delivery about this request answers it'
+)
+
+
+def pinned(schema: dict[str, Any]) -> bool:
+    """Whether the schema binds a payload to one request: an object schema with a required
+    property fixed to one value. Without it any signed delivery of the verifier fits any of
+    its asks, and one captured for an ask answers another. Every other keyword of a schema only
+    narrows what fits (an instance must satisfy them all), so the pin cannot be undone
+    beside it; a pin inside `anyOf` or `oneOf` could, so only a top-level one counts."""
+    properties, required = schema.get("properties"), schema.get("required")
+    if schema.get("type") != "object" or not isinstance(properties, dict):
+        return False
+    for name in required if isinstance(required, list) else []:
+        sub = properties.get(name) if isinstance(name, str) else None
+        if not isinstance(sub, dict):
+            continue
+        enum = sub.get("enum")
+        if "const" in sub or (isinstance(enum, list) and len(enum) == 1):
+            return True
+    return False
 
 
 REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
