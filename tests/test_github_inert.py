@@ -4,11 +4,9 @@ the command read from what people write. No network, no store."""
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
-from bot.core import rules
+from bot.core import identity
 from handlers.github import inert
 from handlers.github.events import comment_said, review_said, storable
 from handlers.github.messages import COMMENT_BUDGET, question_comment
@@ -74,7 +72,7 @@ def test_a_wide_input_is_cut_by_bytes_and_says_so() -> None:
 
     assert len(text.encode()) <= COMMENT_BUDGET
     assert "DROP DATABASE" not in text and "**The input above is cut here.**" in text
-    assert hashlib.sha256(rules.canonical_json(wide).encode()).hexdigest() in text
+    assert f"`input_sha256`: `{identity.input_sha256(wide)}`" in text
     assert "`aye show a7`" in text
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core import rules
+from bot.core import identity
 from handlers.github.messages import marker
 from tests.conftest import AGENT_HEADERS, StartAye
 from tests.fake_github import MAX_COMMENT_BODY, FakeGitHub
@@ -109,7 +109,7 @@ async def test_an_approvals_input_is_shown_whole_in_a_code_block(gate: Hub) -> N
 
     body = await posted(gate)
 
-    whole = rules.canonical_json(hidden)
+    whole = identity.canonical(hidden).decode()
     assert "\n`````json\n" + whole + "\n`````\n" in body  # a fence longer than ```` inside
     outside_code_is_inert(body)
     assert "cut" not in body
@@ -138,7 +138,7 @@ async def test_a_long_input_is_cut_plainly_with_its_sha256_and_where_to_read_it(
 
     body = await posted(gate)
 
-    whole = rules.canonical_json(long_input)
+    whole = identity.canonical(long_input).decode()
     assert len(body.encode()) <= MAX_COMMENT_BODY < len(whole.encode()) + 600
     assert "DROP DATABASE" not in body  # the end did not fit: and it says so
     assert "**cut**" in body and "**The input above is cut here.**" in body
