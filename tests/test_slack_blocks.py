@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, cast
 
 import pytest
 
 from bot.config import Config
+from bot.core import rules
 from bot.core.asks import Asks
 from bot.core.responders import Responder
 from bot.core.surface import CLOSE, ESCALATE, POST
@@ -222,8 +222,8 @@ def test_a_cut_input_says_so_with_its_sha256_and_where_to_read_it(call_input: An
     assert note["text"]["text"] == (
         f":warning: *The input is cut:* shown above are its first {len(plain):,} of "
         f"{len(whole):,} characters, and the rest runs too. Read it whole with `aye show a1` "
-        "before approving. SHA-256 of the whole input (canonical JSON): "
-        f"`{hashlib.sha256(whole.encode()).hexdigest()}`"
+        "before approving. The whole input's input_sha256 (the SHA-256 of its canonical "
+        f"form): `{rules.input_shown(call_input, 0).sha256}`"
     )
 
 

@@ -7,12 +7,12 @@ views as Slack does (`invalid_blocks`), so a message over a limit is a failed ca
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import pytest
 
+from bot.core import rules
 from bot.core.clock import ManualClock
 from tests.conftest import AGENT_HEADERS, Aye, StartAye
 from tests.fake_slack import FakeSlack, block_problems
@@ -69,11 +69,17 @@ async def gated_call(aye: Aye, call_input: Any) -> dict[str, Any]:
     return (await resp.json())["ask"]  # type: ignore[no-any-return]
 
 
+def sha256_of(whole: str) -> str:
+    """The input_sha256 aye gives for the input whose canonical JSON is `whole`."""
+    return rules.input_shown(json.loads(whole), 0).sha256
+
+
 def cut_note(message: dict[str, Any], ref: str, whole: str) -> str:
     """The section saying the input is cut; asserts what it must say."""
     [note] = [s for s in sections(message) if "The input is cut" in s]
     assert f"`aye show {ref}`" in note
-    assert f"`{hashlib.sha256(whole.encode()).hexdigest()}`" in note
+    assert f"input_sha256 (the SHA-256 of its canonical form): `{sha256_of(whole)}`" in note
+    assert f"input_sha256 `{sha256_of(whole)}`" in shown(message)  # and named below it
     assert f"of {len(whole):,} characters" in note
     return note
 

@@ -13,7 +13,7 @@ from typing import Any
 from bot.core import formats, rules
 from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import buttons
-from handlers.slack.text import clip, escape, fit, people, person, slack_date
+from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date
 from store.models import AskRow
 
 # Message metadata marking aye's posts, found again before re-posting after a crash.
@@ -23,12 +23,17 @@ REMINDER_EVENT = "aye_reminder"
 
 # Slack's limits: section text 3000, context element 3000 (10 elements), fallback text 40000
 # (kept short: it is what notifications show). Buttons' are handlers.slack.buttons', modals'
-# handlers.slack.modals'.
+# handlers.slack.modals'. Every section and context element is bounded where it is made
+# (_section, _context), whatever went into it; the parts people write (an answer, a note)
+# share one section's room, so the whole line fits (outcome_line).
 SECTION_MAX = 3000
 CONTEXT_MAX = 3000
+CONTEXT_ELEMENTS_MAX = 10
 FALLBACK_MAX = 300
 VALUE_MAX = 2000  # an answer shown in a closed message or a reply
 NOTE_MAX = 800
+# A note's lines are quoted: each starts a new line with `>` (one more character a line).
+QUOTE = "\n>"
 
 # An approval's input is shown in one section between these.
 INPUT_HEAD = "*Input:*\n```"
@@ -64,13 +69,16 @@ def marked_ask_id(message: dict[str, Any], event: str = ASK_EVENT) -> str | None
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    """A section of `text` (mrkdwn), held to Slack's 3,000 characters whatever it holds: over
+    that Slack refuses the whole message (`invalid_blocks`) and a close would never show."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": cut_escaped(text, SECTION_MAX)}}
 
 
 def _context(*parts: str) -> dict[str, Any]:
     return {
         "type": "context",
-        "elements": [{"type": "mrkdwn", "text": clip(p, CONTEXT_MAX)} for p in parts],
+        "elements": [{"type": "mrkdwn", "text": cut_escaped(p, CONTEXT_MAX)}
+                     for p in parts[:CONTEXT_ELEMENTS_MAX]],
     }
 
 
@@ -80,8 +88,19 @@ def _details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     if starts.is_start(ask):
         return starts.details(ask, ref)
     if ask.kind == rules.APPROVAL and ask.operation:
-        return [_section(f"*Operation:* `{fit(ask.operation, 200)}`"), *input_blocks(ask, ref)]
+        return [_section(f"*Operation:* `{fit(ask.operation, 200)}`"), *input_blocks(ask, ref),
+                hashes(ask)]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
+
+
+def hashes(ask: AskRow) -> dict[str, Any]:
+    """The approval's identity, each hash named as what it is: `input_sha256` (of the canonical
+    input: what a person compares with what they expect) and `call_sha256` (of the whole
+    canonical call: agent, operation, input and work)."""
+    named = [f"input_sha256 `{rules.input_shown(ask.call_input, 0).sha256}`"]
+    if ask.call_hash:
+        named.append(f"call_sha256 `{ask.call_hash}`")
+    return _context(*named)
 
 
 def _escaped_prefix(text: str, budget: int) -> int:
@@ -108,7 +127,8 @@ def input_blocks(ask: AskRow, ref: str) -> list[dict[str, Any]]:
         found.append(_section(
             f":warning: *The input is cut:* shown above are its first {len(shown.text):,} of "
             f"{whole:,} characters, and the rest runs too. Read it whole with `aye show {ref}` "
-            f"before approving. SHA-256 of the whole input (canonical JSON): `{shown.sha256}`"
+            f"before approving. The whole input's input_sha256 (the SHA-256 of its canonical "
+            f"form): `{shown.sha256}`"
         ))
     return found
 
@@ -211,34 +231,45 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
     return _message(ask, text, ask_metadata(ask, ESCALATION_EVENT), build)
 
 
-def _quoted(note: str | None) -> str:
-    """A person's note below the outcome, as a quote."""
-    return "\n>" + fit(note, NOTE_MAX).replace("\n", "\n>") if note else ""
+def _with_note(line: str, note: str | None, room: int = SECTION_MAX) -> str:
+    """`line`, then a person's note below it as a quote, the two within `room` characters:
+    the note gets what the line leaves (each of its lines quoted with `>` counts too), cut
+    with an ellipsis when that is not all of it."""
+    line = cut_escaped(line, room)
+    if not note:
+        return line
+    left = room - len(line)
+    if left <= len(QUOTE) + 1:
+        return line
+    quoted = QUOTE + fit(note, NOTE_MAX).replace("\n", QUOTE)
+    return line + cut_escaped(quoted, left)
 
 
-def shown_answer(ask: AskRow) -> str:
+def shown_answer(ask: AskRow, limit: int = VALUE_MAX) -> str:
     """The answer as one escaped line (a list, yes, ok, a form's fields), never the stored
-    JSON; for an ask whose answer may be shown (see rules.ending)."""
-    return fit(formats.plain(ask, ask.answer_value) or "", VALUE_MAX)
+    JSON, in at most `limit` characters; for an ask whose answer may be shown (rules.ending)."""
+    return fit(formats.plain(ask, ask.answer_value) or "", max(limit, 1))
 
 
 def outcome_line(ask: AskRow) -> str:
-    """How the ask closed, as people read it; a sensitive ask's value is never shown."""
+    """How the ask closed, as people read it, in one section's room whatever the lengths of
+    the answer and the note; a sensitive ask's value is never shown."""
+    note = ask.answer_note
     started = starts.outcome_line(ask) if starts.is_start(ask) else None
     if started is not None:
-        return started + _quoted(ask.answer_note)
+        return _with_note(started, note)
     who = person(ask.answered_by) if ask.answered_by else "someone"
     ended = rules.ending(ask)
     if ended == rules.ANSWERED:
-        return f":white_check_mark: Answered by {who}: *{shown_answer(ask)}*" + _quoted(
-            ask.answer_note
-        )
+        head = f":white_check_mark: Answered by {who}: *"
+        value = shown_answer(ask, min(VALUE_MAX, SECTION_MAX - len(head) - 1))
+        return _with_note(f"{head}{value}*", note)
     by = slack_date(ask.deadline)
     return {
-        rules.APPROVED: f":white_check_mark: Approved by {quorum.approved_by(ask)}."
-        + _quoted(ask.answer_note),
-        rules.APPROVAL_REFUSED: f":no_entry: Refused by {who}.{quorum.refused_after(ask)}"
-        + _quoted(ask.answer_note),
+        rules.APPROVED: _with_note(f":white_check_mark: Approved by {quorum.approved_by(ask)}.",
+                                   note),
+        rules.APPROVAL_REFUSED: _with_note(
+            f":no_entry: Refused by {who}.{quorum.refused_after(ask)}", note),
         rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
         rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: {quorum.too_few(ask)} by {by}.",
         rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",

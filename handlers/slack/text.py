@@ -17,14 +17,18 @@ def fit(text: str, limit: int) -> str:
 
 
 def cut_escaped(shown: str, limit: int) -> str:
-    """Already-escaped text cut to `limit` characters with an ellipsis, never inside an entity."""
+    """Already-escaped text (mrkdwn) cut to `limit` characters with an ellipsis, never inside
+    an entity (`&amp;`) nor inside one of Slack's `<…>` (a mention, a date, a link)."""
     if len(shown) <= limit:
         return shown
-    cut = shown[: limit - 1]
+    cut = shown[: max(limit - 1, 0)]
     amp = cut.rfind("&")
     if amp != -1 and ";" not in cut[amp:]:
         cut = cut[:amp]
-    return cut + "…"
+    opened = cut.rfind("<")
+    if opened != -1 and ">" not in cut[opened:]:
+        cut = cut[:opened]
+    return cut + "…" if limit >= 1 else ""
 
 
 def clip(text: str, limit: int) -> str:
