@@ -7,7 +7,8 @@ call is recorded once in `FakeSlack.calls`; tests wait on recorded calls, never 
 It refuses what Slack refuses: every `blocks` (chat.postMessage, chat.update, chat.postEphemeral)
 and every `view` (views.open/push/update) is checked with slack-sdk's Block Kit models, which
 know Slack's limits (a section's text 3,000 characters, a button's 75, a modal title's 24…), and
-refused with `invalid_blocks` / `invalid_arguments` as Slack does, never stored. What those
+refused with `invalid_blocks` / `invalid_arguments` as Slack does, never stored (a top-level
+`text` over 40,000 characters: `msg_too_long`). What those
 models let through but Slack refuses is checked too: an attribute or element type Slack does
 not know (the models drop it silently), more than 10 checkboxes, a text input's length over
 3,000, a number input's bounds the wrong way round, a block_id used twice, a modal with inputs
@@ -33,7 +34,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -84,6 +85,8 @@ MAX_VIEW_BLOCKS = 100
 MAX_CHECKBOXES = 10
 MAX_TEXT_INPUT = 3000
 MAX_ELEMENT_TEXT = 3000  # a context block's text element
+# A message's top-level text: longer is refused `msg_too_long` (Slack's chat.postMessage docs).
+MAX_MESSAGE_TEXT = 40_000
 
 T = TypeVar("T")
 
@@ -449,7 +452,7 @@ def block_problems(blocks: Any, pointer: str = "/blocks", limit: int = MAX_MESSA
     seen: set[str] = set()
     for n, block in enumerate(blocks):
         why = "must be an object" if not isinstance(block, dict) else _model_problem(
-            lambda block=block: Block.parse(block), block
+            partial(Block.parse, block), block
         )
         if why is not None:
             problems.append(f"[ERROR] {why} [json-pointer:{pointer}/{n}]")
@@ -493,6 +496,8 @@ def image_problems(blocks: Any, broken: set[str]) -> list[str]:
 
 
 def _check_blocks(args: Mapping[str, Any], broken_images: set[str] | None = None) -> None:
+    if len(str(args.get("text") or "")) > MAX_MESSAGE_TEXT:
+        raise _SlackError("msg_too_long")
     if args.get("blocks") is None:
         return
     problems = block_problems(args["blocks"]) or image_problems(args["blocks"], broken_images or set())
@@ -965,7 +970,7 @@ class FakeSlack(LocalServer):
             raise _SlackError("not_found")
         spec = args.get("view")
         _check_view(spec)
-        self.views[view_id].update(copy.deepcopy(spec))
+        self.views[view_id].update(copy.deepcopy(spec) if isinstance(spec, dict) else {})
         return {"view": copy.deepcopy(self.views[view_id])}
 
     def _conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:

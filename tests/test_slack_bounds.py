@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.core import rules
 from handlers.slack import blocks, modals
 from store.models import AskRow
 from tests import builders
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, StartAye
-from tests.fake_slack import FakeSlack, block_problems, view_problems
+from tests.fake_slack import BOT_TOKEN, FakeSlack, block_problems, view_problems
 from tests.test_slack_surface import (
     DEFAULT_CHANNEL,
     GATED,
@@ -267,3 +269,13 @@ async def test_a_closed_message_with_a_long_answer_and_note_is_updated(
         view = await aye.get(ask["id"], operator=True)
         assert f"input_sha256 `{view['input_sha256']}`" in text
         assert f"call_sha256 `{view['call_sha256']}`" in text
+
+
+async def test_the_fake_refuses_a_top_level_text_over_40000_characters(
+    fake_slack: FakeSlack,
+) -> None:
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=fake_slack.api_url)
+    assert (await client.chat_postMessage(channel=DEFAULT_CHANNEL, text="x" * TEXT_MAX))["ok"]
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel=DEFAULT_CHANNEL, text="x" * (TEXT_MAX + 1))
+    assert refused.value.response["error"] == "msg_too_long"
