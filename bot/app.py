@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -213,13 +214,13 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 def _fail(line: str) -> int:
-    print(f"aye: {line}", file=sys.stderr)
+    logs.say(line, level=logging.ERROR, stream=sys.stderr)
     return 2
 
 
 def serve() -> int:
     """`aye serve`: exit 2 with one line when the environment or the config is unusable."""
-    logs.setup()
+    logs.setup(fmt=logs.requested_format(os.environ))
     # A .env in the working folder, as .env.example suggests; the real environment wins.
     load_dotenv(ENV_FILE, override=False)
     try:
