@@ -37,6 +37,7 @@ from handlers.slack import actions, errors, pacing, views
 from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.authors import ThreadAuthors
 from handlers.slack.errors import retry_after, slack_error
+from handlers.slack.library_logs import library_logger, received
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
 
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aye.slack")
 
-# slack-bolt's and Socket Mode's logger (see library_logger).
-BOLT_LOGGER = "slack_bolt"
 AUTH_TIMEOUT_S = 10.0
 # connect_async() retries a refused or unreachable Socket Mode endpoint forever: bound it.
 CONNECT_TIMEOUT_S = 10.0
@@ -108,26 +107,6 @@ def _row_time(ask: AskRow, action: str) -> float:
     if action == REMIND and ask.reminded_at is not None:
         return ask.reminded_at
     return ask.created_at
-
-
-def library_logger() -> logging.Logger:
-    """The logger slack-bolt and slack-sdk's Socket Mode client write to: held at warning
-    whatever the root level (what they log below it holds payloads; see bot.logs)."""
-    logger = logging.getLogger(BOLT_LOGGER)
-    logger.setLevel(logging.WARNING)
-    return logger
-
-
-def received(body: dict[str, Any]) -> dict[str, Any]:
-    """What a debug line may say of an interaction: its kind, who, and which control or
-    modal; never a value, a state or a response_url."""
-    actions = body.get("actions") or [{}]
-    first = actions[0] if isinstance(actions[0], dict) else {}
-    view = body.get("view") or {}
-    return {
-        "kind": body.get("type"), "user": (body.get("user") or {}).get("id"),
-        "action": first.get("action_id"), "view": view.get("callback_id"),
-    }
 
 
 def _refused(status: str) -> bool:
@@ -227,10 +206,7 @@ class SlackSurface:
         )
         self._posts = Posts(self._asks, client, poster, self._default_channel)
         # bolt builds each listener's client from this one: same base_url, session, retries.
-        # Its logger is given: without one, bolt copies the root logger's level onto its own
-        # (logging.getLogger("slack_bolt.AsyncApp").level = root's), and at AYE_LOG_LEVEL=debug
-        # it and Socket Mode (which logs through it) would write every envelope, a typed answer
-        # among them. Given one, bolt copies that logger's level onto each logger it makes.
+        # Its logger is given, held at warning: see handlers.slack.library_logs.
         self._app = AsyncApp(client=client, logger=library_logger())
         self._app.use(self._with_asks)
         actions.register(self._app)
