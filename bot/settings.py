@@ -7,11 +7,17 @@ snapshot (see bot.core.surface.SurfacePlugin.read_settings).
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from store.database_url import UnsupportedUrl, canonical
 from store.urls import DEFAULT_URL
+
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", "8080"
+# A client cannot connect to "every address": where aye serve listens on all, it is reached here.
+EVERY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 class SettingsError(Exception):
@@ -49,18 +55,51 @@ class Settings:
         log_level = (get("AYE_LOG_LEVEL") or "info").lower()
         if log_level not in ("debug", "info", "warning", "error"):
             raise SettingsError(f"AYE_LOG_LEVEL: {log_level!r} is not debug, info, warning or error")
-        port_text = get("AYE_PORT") or "8080"
-        if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-            raise SettingsError(f"AYE_PORT: {port_text!r} is not a port number")
         return cls(
             config_path=Path(get("AYE_CONFIG") or "./aye.toml"),
             config_named=get("AYE_CONFIG") is not None,
-            database_url=get("AYE_DATABASE_URL") or DEFAULT_URL,
-            host=get("AYE_HOST") or "127.0.0.1",
-            port=int(port_text),
+            database_url=store_url(env),
+            host=get("AYE_HOST") or DEFAULT_HOST,
+            port=listen_port(env),
             operator_token=get("AYE_OPERATOR_TOKEN"),
             agent_token=get("AYE_AGENT_TOKEN"),
             public_url=get("AYE_PUBLIC_URL"),
             log_format=log_format, log_level=log_level,
             env=env,
         )
+
+
+def store_url(env: Mapping[str, str]) -> str:
+    """AYE_DATABASE_URL in the form the store opens (the default when unset); SettingsError
+    naming the forms taken otherwise. Set but empty is refused too: `AYE_DATABASE_URL=$DB` with
+    `DB` unset must not start aye on a fresh SQLite file beside it instead of the real store."""
+    given = env.get("AYE_DATABASE_URL")
+    try:
+        return canonical(DEFAULT_URL if given is None else given)
+    except UnsupportedUrl as exc:
+        raise SettingsError(f"AYE_DATABASE_URL: {exc}") from None
+
+
+def listen_port(env: Mapping[str, str]) -> int:
+    """AYE_PORT (8080 when unset); SettingsError when it is not a port number."""
+    text = env.get("AYE_PORT", "").strip() or DEFAULT_PORT
+    if not (text.isascii() and text.isdigit()) or not 0 <= int(text) <= 65535:
+        raise SettingsError(f"AYE_PORT: {text!r} is not a port number")
+    return int(text)
+
+
+def server_url(env: Mapping[str, str]) -> str:
+    """Where the CLI and `aye mcp` find aye: AYE_URL, or where `aye serve` started with these
+    same variables listens (`http://{AYE_HOST}:{AYE_PORT}`), so that `AYE_PORT=18080 aye asks`
+    reaches it. SettingsError when AYE_URL is not an http(s) URL or AYE_PORT not a port."""
+    given = env.get("AYE_URL", "").strip()
+    if given:
+        parsed = urllib.parse.urlsplit(given)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise SettingsError(f"AYE_URL is not an http(s) URL: {given!r}")
+        return given.rstrip("/")
+    host = env.get("AYE_HOST", "").strip() or DEFAULT_HOST
+    host = EVERY_ADDRESS.get(host, host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address, as a URL writes one
+    return f"http://{host}:{listen_port(env)}"

@@ -7,14 +7,16 @@ import os
 import secrets
 from pathlib import Path
 
+from store.database_url import canonical
 from store.urls import sqlite_path
 
 TOKEN_FILE_NAME = "aye-tokens.json"
 
 
 def token_file_path(database_url: str) -> Path:
-    """Beside the SQLite store; in the working folder for any other store."""
-    db = sqlite_path(database_url)
+    """Beside the SQLite store; in the working folder for any other store. UnsupportedUrl
+    (store.database_url) for a URL aye does not take: a path guessed from it would be wrong."""
+    db = sqlite_path(canonical(database_url))
     folder = db.parent if db is not None else Path(".")
     return folder / TOKEN_FILE_NAME
 

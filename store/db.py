@@ -14,10 +14,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 import store.models  # noqa: F401  (the tables; store/__init__.py configures their mappers)
+from store.database_url import FORMS, POSTGRES, SQLITE, UnsupportedUrl, canonical
 from store.urls import sqlite_path
 
 log = logging.getLogger("aye.store")
@@ -142,11 +143,16 @@ class Store:
     """
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        self.is_sqlite = make_url(url).drivername.startswith("sqlite")
-        self.is_postgres = make_url(url).drivername.startswith("postgresql")
-        if not (self.is_sqlite or self.is_postgres):
-            raise StoreError(f"unsupported database URL scheme {make_url(url).drivername!r}")
+        try:
+            self.url = url = canonical(url)
+            drivername = make_url(url).drivername
+        except (UnsupportedUrl, ArgumentError, ValueError) as exc:
+            # ArgumentError: a URL SQLAlchemy cannot read (`postgresql://h:port/`); the URL
+            # itself is never repeated: it may hold a password.
+            said = str(exc) if isinstance(exc, UnsupportedUrl) else f"not a database URL: use {FORMS}"
+            raise StoreError(f"AYE_DATABASE_URL: {said}") from None
+        self.is_sqlite = drivername == SQLITE
+        self.is_postgres = drivername == POSTGRES
         self._sqlite_writer: Engine | None = None
         self._sqlite_reader: Engine | None = None
         self._write_turn = asyncio.Lock()
@@ -206,7 +212,8 @@ class Store:
                 await conn.run_sync(migrate.upgrade)
         except StoreError:
             raise
-        except (SQLAlchemyError, OSError) as exc:
+        except (SQLAlchemyError, OSError, TypeError) as exc:
+            # TypeError: asyncpg's connect() refusing a query parameter of the URL (`?foo=1`).
             raise StoreError(f"cannot open the store {self.describe()}: {_reason(exc)}") from None
 
     async def ping(self) -> bool:
