@@ -25,6 +25,7 @@ from bot.core import events, rules
 
 OPENAPI = "3.1.0"
 PATH = "/v1/openapi.json"
+WHOAMI = "/v1/whoami"  # ask_api/whoami.py
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
 # Errors that say when to come back (a Retry-After header, in seconds).
@@ -257,7 +258,14 @@ def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
         {**ok("the OpenAPI document", {"type": "object"}), **errors({401: ("unauthorized",)})},
         tags=["meta"],
     )
-    return {"/v1/events": {"get": stream}, PATH: {"get": document}}
+    whoami = operation(
+        "whoami", "Whose token this is",
+        "Any valid token: the operator's, or an agent's with its name. Clients check it before "
+        "they act (the CLI needs the operator's, `aye mcp` an agent's).",
+        {**ok("whose token it is", ref("Whoami")), **errors({401: ("unauthorized",)})},
+        tags=["meta"],
+    )
+    return {"/v1/events": {"get": stream}, PATH: {"get": document}, WHOAMI: {"get": whoami}}
 
 
 def door_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:

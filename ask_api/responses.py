@@ -194,6 +194,13 @@ class Taken(Shown):
     needed: int = sometimes("the approvals the quorum needs")
 
 
+class Whoami(Shown):
+    """200 from `GET /v1/whoami`: whose token the request carries."""
+
+    as_: Literal["operator", "agent"] = Field(alias="as", description="the operator, or an agent")
+    agent: str = sometimes("the agent's name (`[[agents]] name`, or `default`)")
+
+
 @dataclass(frozen=True, slots=True)
 class Responses:
     """The response models, with `work` made of the registered surfaces' variants."""
@@ -206,7 +213,7 @@ class Responses:
 
     def models(self) -> list[type[BaseModel]]:
         return [self.agent_ask, self.operator_ask, self.page, self.asks, Allow, self.pending,
-                Refusal, Taken, Delivered, Error]
+                Refusal, Taken, Delivered, Whoami, Error]
 
 
 def responses(work: Any) -> Responses:

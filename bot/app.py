@@ -21,6 +21,7 @@ from ask_api.external import Door
 from ask_api.mcp.mount import setup as setup_mcp
 from ask_api.routes import CALLER, AskApi, errors
 from ask_api.tokens import TokenBook
+from ask_api.whoami import routes as whoami_routes
 from bot import logs
 from bot.config import AyeConfig, ConfigError, load_config
 from bot.connections import BodyTimeout
@@ -79,6 +80,7 @@ def create_app(
     app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())
     app.add_routes(door.routes())
+    app.add_routes(whoami_routes())
     app.add_routes([web.get("/healthz", healthz)])
     for surface in asks.surfaces.values():
         app.add_routes(surface.routes())

@@ -12,27 +12,29 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from dotenv import load_dotenv
 
 from bot import cli_formats, cli_show, cli_watch
 from bot.cli_text import line, one_line, relative, when
-from bot.settings import Settings, SettingsError
+from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.tokens import read_token_file, token_file_path
-from store.urls import DEFAULT_URL
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 SERVE_ENV = """environment (a .env file in the working folder is read too; the real environment wins):
   AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)
-  AYE_DATABASE_URL      sqlite+aiosqlite:///./aye.db (default) or postgresql+asyncpg://…
-  AYE_HOST, AYE_PORT    where to listen (default 127.0.0.1, 8080)
+  AYE_DATABASE_URL      sqlite+aiosqlite:///./aye.db (default, or sqlite:///…) or
+                        postgresql+asyncpg://… (or postgresql://…, postgres://…)
+  AYE_HOST, AYE_PORT    where to listen (default 127.0.0.1, 8080); the CLI finds aye there
+                        too, unless AYE_URL says where
   AYE_OPERATOR_TOKEN    the operator's token (generated into aye-tokens.json when unset)
   AYE_AGENT_TOKEN       the default agent's token, with no [[agents]] (generated when unset)
   SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_API_URL        the Slack surface (both tokens turn it on)
   GITHUB_WEBHOOK_SECRET, GITHUB_APP_ID, GITHUB_PRIVATE_KEY(_PATH), GITHUB_TOKEN, GITHUB_API_URL
                         the GitHub surface (the secret, and App or token auth, turn it on)"""
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+WHOAMI = "/v1/whoami"  # whose token this is (ask_api/whoami.py)
 QUESTION_WIDTH = 60
 
 
@@ -67,9 +69,32 @@ class Client:
             except ValueError:
                 return err.code, {"error": "http", "message": f"HTTP {err.code}"}
         except urllib.error.URLError as err:
-            raise Unreachable(f"cannot reach aye at {self.url}: {_reason(err.reason)}") from None
+            raise Unreachable(self._unreachable(err.reason)) from None
         except OSError as err:
-            raise Unreachable(f"cannot reach aye at {self.url}: {_reason(err)}") from None
+            raise Unreachable(self._unreachable(err)) from None
+
+    def _unreachable(self, err: object) -> str:
+        return (f"cannot reach aye at {self.url} (set AYE_URL to where `aye serve` listens): "
+                f"{_reason(err)}")
+
+    def expect_operator(self, from_file: Path | None) -> None:
+        """Whether the token is the operator's, asked before anything is read: a read with an
+        agent's token would be that agent's read, and erase its sensitive answers. BadSetup
+        (exit 2) when it is not; `from_file`: the token file the token was read from."""
+        status, body = self.request("GET", WHOAMI)
+        said = body.get("as") if isinstance(body, dict) else None
+        if status == 200 and said == "operator":
+            return
+        held = f"the token in {from_file}" if from_file else "it"
+        if status == 200 and said == "agent":
+            who = line(str(body.get("agent", "?")))
+            raise BadSetup(f"AYE_OPERATOR_TOKEN is not the operator token: {held} is agent "
+                           f"{who}'s token, and these commands act as the operator")
+        if status == 401:
+            raise BadSetup(f"AYE_OPERATOR_TOKEN is not the operator token: {held} is not a "
+                           f"token the aye at {self.url} knows")
+        raise BadSetup(f"AYE_OPERATOR_TOKEN could not be checked: {self.url} answered HTTP "
+                       f"{status} to GET {WHOAMI} (is AYE_URL an aye as new as this CLI?)")
 
 
 def _version() -> str:
@@ -85,16 +110,22 @@ def _reason(err: object) -> str:
 
 
 def _client() -> Client:
-    token = os.environ.get("AYE_OPERATOR_TOKEN", "").strip()
-    if not token:
-        path = token_file_path(os.environ.get("AYE_DATABASE_URL", "").strip() or DEFAULT_URL)
-        token = read_token_file(path).get("operator", "")
+    """A client of the aye at AYE_URL holding the operator token, checked with the server:
+    BadSetup when it is not the operator's, Unreachable when the server cannot be reached."""
+    try:
+        url = server_url(os.environ)
+        token, from_file = os.environ.get("AYE_OPERATOR_TOKEN", "").strip(), None
         if not token:
-            raise BadSetup(
-                f"no operator token: set AYE_OPERATOR_TOKEN, or run where `aye serve` keeps "
-                f"{path}"
-            )
-    return Client(os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER, token)
+            from_file = token_file_path(store_url(os.environ))
+            token = read_token_file(from_file).get("operator", "")
+    except SettingsError as exc:
+        raise BadSetup(str(exc)) from None
+    if not token:
+        raise BadSetup(f"no operator token: set AYE_OPERATOR_TOKEN, or run where `aye serve` "
+                       f"keeps {from_file}")
+    client = Client(url, token)
+    client.expect_operator(from_file)
+    return client
 
 
 def _failed(status: int, body: Any) -> int:

@@ -1,7 +1,8 @@
 """`aye mcp`: aye's MCP server over stdio, for an MCP client to start (Claude Code, Cursor,
 Codex…). It acts as the agent whose token is in AYE_AGENT_TOKEN (or, on the machine where
-`aye serve` keeps its token file, the generated agent token), talks to the aye at AYE_URL over
-the HTTP API, and ends when the client closes its stdin. stdout is the protocol's: everything
+`aye serve` keeps its token file, the generated agent token), and only as an agent; talks to
+the aye at AYE_URL (default: http://{AYE_HOST}:{AYE_PORT}, as `aye serve` listens) over the
+HTTP API, and ends when the client closes its stdin. stdout is the protocol's: everything
 else goes to stderr."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import urllib.parse
 
 import aiohttp
 from dotenv import load_dotenv
@@ -18,28 +18,30 @@ from mcp.server.stdio import stdio_server
 from ask_api.mcp.remote import RemoteAgent
 from ask_api.mcp.tools import build_server
 from bot import logs
+from bot.settings import SettingsError, server_url, store_url
 from bot.surfaces import PLUGINS, register
 from bot.tokens import read_token_file, token_file_path
-from store.urls import DEFAULT_URL
 
-DEFAULT_SERVER = "http://127.0.0.1:8080"
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def run() -> int:
     """`aye mcp` (the environment already read, .env included): exit 2 with one line on
-    stderr when there is no agent token or AYE_URL is not an http(s) URL."""
-    url = os.environ.get("AYE_URL", "").strip() or DEFAULT_SERVER
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        return _fail(f"AYE_URL is not an http(s) URL: {url!r}")
-    token = os.environ.get("AYE_AGENT_TOKEN", "").strip()
-    if not token:
-        path = token_file_path(os.environ.get("AYE_DATABASE_URL", "").strip() or DEFAULT_URL)
-        token = read_token_file(path).get("agent", "")
+    stderr when there is no agent token or AYE_URL is not an http(s) URL. Whether the token
+    is an agent's is the server's to say, asked before each tool acts until it has said so
+    (ask_api/mcp/remote.py): every call is `unauthorized` with the operator's or an unknown
+    one, even when aye could not be reached at start."""
+    try:
+        url = server_url(os.environ)
+        token = os.environ.get("AYE_AGENT_TOKEN", "").strip()
         if not token:
-            return _fail(f"no agent token: set AYE_AGENT_TOKEN (or run where `aye serve` "
-                         f"keeps {path})")
+            path = token_file_path(store_url(os.environ))
+            token = read_token_file(path).get("agent", "")
+            if not token:
+                return _fail(f"no agent token: set AYE_AGENT_TOKEN (or run where `aye serve` "
+                             f"keeps {path})")
+    except SettingsError as exc:
+        return _fail(str(exc))
     logs.setup()
     # The work variants (`work: {"slack": …}`) the tools' schemas offer, as aye serve has them.
     register(PLUGINS)

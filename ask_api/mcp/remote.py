@@ -1,7 +1,12 @@
 """The MCP tools' way into aye from `aye mcp` (stdio): the `/v1` HTTP API at AYE_URL, as the
 agent whose token it holds. aye itself checks each body again; what it refuses comes back as
 the API's error code (`unauthorized` for a wrong token), and an aye that cannot be reached is
-`unreachable`, so a tool never pretends to have asked."""
+`unreachable`, so a tool never pretends to have asked.
+
+Only as an agent: before a tool first acts, aye is asked whose token this is (`GET
+/v1/whoami`). The operator token would let `wait` read every agent's asks, so with it (or a
+token aye does not know, or an aye that cannot say) every call is `unauthorized` and nothing is
+sent; once aye has said "agent", that is trusted until it answers 401."""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ SLACK_S = 30.0
 # jittered, growing pause, for as long as the caller would have waited anyway.
 RETRY_FIRST_S, RETRY_MAX_S = 0.2, 5.0
 RETRY_STATUSES = (502, 503, 504)
+WHOAMI = "/v1/whoami"
+CHECK_S = 10.0
 
 
 class RemoteAgent:
@@ -31,6 +38,7 @@ class RemoteAgent:
         self.url = url.rstrip("/")
         self.session = session
         self._headers = {"Authorization": f"Bearer {token}"}
+        self.agent: str | None = None  # the agent's name, once aye has said the token is one
 
     async def create(self, body: AskBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
         return await self._request("POST", "/v1/asks", raw)
@@ -59,13 +67,34 @@ class RemoteAgent:
         self, method: str, path: str, body: Any = None, timeout: float = SLACK_S,
         decisions: bool = False,
     ) -> dict[str, Any]:
+        if self.agent is None:
+            await self._as_agent()
         status, data, retry_after = await self._send(method, path, body, timeout)
         if status < 400 or (decisions and status == 403 and "decision" in data):
             return data
+        if status == 401:
+            self.agent = None  # the server no longer knows the token: ask again next time
         message = str(data.get("message") or f"aye answered HTTP {status}")
         if retry_after:  # a limit: say when to come back, as the in-process tools do
             message += f"; try again in {retry_after} s"
         raise ApiError(status, str(data.get("error") or "http_error"), message, data.get("field"))
+
+    async def _as_agent(self) -> None:
+        """`self.agent` from aye's word that the token is an agent's; ApiError otherwise
+        (`unauthorized`, or `unreachable` for an aye that cannot be reached, like any call)."""
+        status, data, _ = await self._send("GET", WHOAMI, None, CHECK_S)
+        said = data.get("as")
+        if status == 200 and said == "agent":
+            self.agent = str(data.get("agent") or "")
+            return
+        if status == 200 and said == "operator":
+            why = "it is the operator token, and aye mcp acts only as an agent: give it an agent's"
+        elif status == 401:
+            why = f"the aye at {self.url} does not know it"
+        else:
+            why = (f"it could not be checked ({self.url} answered HTTP {status} to GET {WHOAMI}; "
+                   "is AYE_URL an aye as new as this one?)")
+        raise ApiError(401, "unauthorized", f"AYE_AGENT_TOKEN is not an agent's token: {why}")
 
     async def _send(
         self, method: str, path: str, body: Any, timeout: float
@@ -82,7 +111,8 @@ class RemoteAgent:
                 status = resp.status
                 retry_after = resp.headers.get("Retry-After") if status == 429 else None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ApiError(503, "unreachable", f"cannot reach aye at {self.url}: {_why(exc)}") from None
+            raise ApiError(503, "unreachable",
+                           f"cannot reach aye at {self.url} (AYE_URL): {_why(exc)}") from None
         if not isinstance(data, dict):
             raise ApiError(502, "unreachable", f"{self.url} answered HTTP {status}, not aye's JSON")
         return status, data, retry_after
