@@ -12,6 +12,7 @@ import pytest
 from ask_api.tokens import TokenBook
 from bot.config import Config
 from bot.core.clock import ManualClock
+from bot.core.responders import OPERATOR
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 
@@ -164,6 +165,27 @@ async def test_fifty_racing_answers_one_wins(aye: Aye) -> None:
     assert [e["event"] for e in history].count("late") == 49
     winner = next(body for status, body in results if status == 200)
     assert winner["outcome"] == "taken"
+
+
+async def test_answers_that_all_read_the_ask_open_leave_one_winner(aye: Aye) -> None:
+    """The race the store's conditional write (`status = open`) decides: every answer read the
+    ask while it was open, and writes after another answer committed. Over HTTP on SQLite one
+    process's requests never interleave between that read and that write (its store calls do
+    not yield), so the answers here are given the row as a surface had read it, as a Slack
+    press or a GitHub comment gives it when another answer lands meanwhile."""
+    ask = await aye.ask(question="Pick", options=["red", "blue"])
+    row = await aye.asks.find(ask["id"])
+    assert row is not None and row.status == "open"
+    results = await asyncio.gather(*(
+        aye.asks.answer(row, OPERATOR, ["red", "blue"][i % 2], surface="cli") for i in range(50)
+    ))
+    winners = [r for r in results if r.taken]
+    assert len(winners) == 1
+    assert all(not r.taken and r.reason == "answered" for r in results if r not in winners)
+    view = await aye.get(ask["id"], operator=True)
+    assert view["answer"]["value"] == winners[0].ask.answer_value  # type: ignore[union-attr]
+    events = [e["event"] for e in view["history"]]
+    assert events.count("answered") == 1 and events.count("late") == 49
 
 
 async def test_withdraw(aye: Aye) -> None:

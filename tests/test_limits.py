@@ -4,6 +4,7 @@ PostgreSQL, refused with 429 and Retry-After before anything is created or poste
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from ask_api.tokens import TokenBook
 from bot.config import Config
 from bot.core.clock import ManualClock
-from tests.conftest import OPERATOR_TOKEN, Aye, StartAye
+from tests.conftest import OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye, eventually
 from tests.test_gates import RecordingSurface
 
 AGENT = {"Authorization": "Bearer token-lim"}
@@ -39,18 +40,39 @@ async def test_max_open_refuses_until_one_closes(
     start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     aye = await start(start_aye, database_url, limited(monkeypatch, max_open=2))
-    surface = RecordingSurface()
+    surface = QuestionsPosted()
     aye.asks.add_surface(surface)
     first = (await create(aye))[2]
-    await create(aye)
+    second = (await create(aye))[2]
     status, retry, body = await create(aye, "one too many")
     assert (status, body["error"]) == (429, "too_many_open_asks") and retry is not None
     listed = await (await aye.client.get("/v1/asks", headers=AGENT)).json()
     assert len(listed["asks"]) == 2  # nothing created
-    await asyncio.sleep(0.1)
-    assert all(i != body.get("id") for i, _ in surface.delivered)  # nothing posted
+    # Nothing posted: once the outbox has sent everything it holds, only the two asks made were.
+    await eventually(lambda: outbox_empty(aye))
+    assert sorted(surface.delivered) == sorted([(first["id"], "post"), (second["id"], "post")])
+    assert "one too many" not in surface.questions
     await aye.answer(first["ref"], "done")
     assert (await create(aye))[0] == 201
+
+
+class QuestionsPosted(RecordingSurface):
+    """Records the question of every ask it is handed, too (a refused one has no id)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.questions: list[str] = []
+
+    async def deliver(self, ask: Any, action: str, payload: dict[str, Any] | None) -> None:
+        self.questions.append(ask.question)
+        await super().deliver(ask, action, payload)
+
+
+async def outbox_empty(aye: Aye) -> bool:
+    """The operator's /metrics says no outbox row waits to be delivered."""
+    resp = await aye.client.get("/metrics", headers=OPERATOR_HEADERS)
+    found = re.search(r"^aye_outbox_pending (\S+)$", await resp.text(), re.M)
+    return found is not None and float(found.group(1)) == 0
 
 
 async def test_asks_calls_and_starts_share_the_minute(
