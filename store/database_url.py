@@ -20,6 +20,7 @@ SCHEMES = {
     POSTGRES: POSTGRES, "postgresql": POSTGRES, "postgres": POSTGRES,
 }
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}")
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 FORMS = ("sqlite+aiosqlite:///PATH (or sqlite:///PATH), postgresql+asyncpg://… "
          "(or postgresql://…, postgres://…)")
 
@@ -46,15 +47,16 @@ def canonical(url: str) -> str:
         if not rest.startswith("/") or path in ("", ":memory:"):
             raise UnsupportedUrl(f"a SQLite URL must name a file: use {FORMS}")
         return f"{SQLITE}://{rest}"
-    return f"{POSTGRES}://{_asyncpg_query(rest)}"
+    return f"{POSTGRES}://{_libpq_query(rest)}"
 
 
-def _asyncpg_query(rest: str) -> str:
-    """libpq's `sslmode=require` as asyncpg's `ssl=require` (it takes the same values): the
-    query string is passed to asyncpg's connect() as its arguments, and it has no `sslmode`."""
+def _libpq_query(rest: str) -> str:
+    """SQLAlchemy's `ssl=require` as libpq's `sslmode=require`, the one name both aye's
+    readers of the URL take: asyncpg's own DSN parser (bot/listener.py) and Store, which hands
+    it to asyncpg's connect() as `ssl` (store/db.py)."""
     where, sep, query = rest.partition("?")
     if not sep:
         return rest
-    pairs = [("ssl" if key == "sslmode" else key, value)
+    pairs = [("sslmode" if key == "ssl" and value in SSL_MODES else key, value)
              for key, value in parse_qsl(query, keep_blank_values=True)]
     return f"{where}?{urlencode(pairs)}"

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 import store.models  # noqa: F401  (the tables; store/__init__.py configures their mappers)
 from store.database_url import FORMS, POSTGRES, SQLITE, UnsupportedUrl, canonical
@@ -113,6 +113,20 @@ def _sqlite_engine(url: str, begin: str, connections: int) -> Engine:
     return engine
 
 
+def _postgres_engine(url: str) -> AsyncEngine:
+    # libpq's `sslmode` (what people's URLs carry) is asyncpg's `ssl`: SQLAlchemy passes the
+    # URL's query to asyncpg's connect() as arguments, and it takes no `sslmode`.
+    parsed = make_url(url)
+    query, connect_args = dict(parsed.query), {}
+    mode = query.pop("sslmode", None)
+    if isinstance(mode, str):
+        connect_args["ssl"] = mode
+    return create_async_engine(
+        parsed.set(query=query), pool_size=10, max_overflow=20, pool_timeout=POOL_TIMEOUT_S,
+        connect_args=connect_args,
+    )
+
+
 class SyncConnection:
     """The calls the core makes on an AsyncConnection, over a synchronous one (SQLite)."""
 
@@ -164,9 +178,7 @@ class Store:
             self._sqlite_writer = _sqlite_engine(url, "BEGIN IMMEDIATE", 1)
             self._sqlite_reader = _sqlite_engine(url, "BEGIN", 4)
         else:
-            self.engine = create_async_engine(
-                url, pool_size=10, max_overflow=20, pool_timeout=POOL_TIMEOUT_S
-            )
+            self.engine = _postgres_engine(url)
 
     def describe(self) -> str:
         """The store, for the start-up line, without any password."""

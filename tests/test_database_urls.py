@@ -9,13 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from bot.settings import SettingsError, store_url
 from store.database_url import UnsupportedUrl, canonical
 from store.db import Store, StoreError
 from tests.conftest import postgres_url
-from tests.test_process import Server, base_env, free_port, servers, start_server
+from tests.test_process import AGENT, Api, Server, base_env, free_port, servers, start_server
 
 __all__ = ["servers"]  # a fixture, used by name below
 
@@ -62,9 +63,11 @@ def test_each_form_maps_to_the_driver_aye_ships() -> None:
     assert canonical("sqlite+aiosqlite:///a.db") == "sqlite+aiosqlite:///a.db"
     for scheme in ("postgresql", "postgres", "postgresql+asyncpg", "POSTGRES"):
         assert canonical(f"{scheme}://u:p@db:5432/aye") == "postgresql+asyncpg://u:p@db:5432/aye"
-    # libpq's sslmode is asyncpg's ssl: the URL a hosting service prints works as it is.
+    # libpq's sslmode, as a hosting service prints it, is kept; SQLAlchemy's ssl becomes it.
     assert canonical("postgres://db/aye?sslmode=require&application_name=aye") == (
-        "postgresql+asyncpg://db/aye?ssl=require&application_name=aye")
+        "postgresql+asyncpg://db/aye?sslmode=require&application_name=aye")
+    assert canonical("postgresql+asyncpg://db/aye?ssl=verify-full") == (
+        "postgresql+asyncpg://db/aye?sslmode=verify-full")
 
 
 @pytest.mark.parametrize("url", BAD)
@@ -94,17 +97,26 @@ def test_a_url_sqlalchemy_cannot_read_is_one_line() -> None:
 # -- aye serve and aye migrate --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scheme", ["postgresql", "postgres"])
+# libpq's sslmode and SQLAlchemy's ssl, as people write them (the test server has no TLS).
+@pytest.mark.parametrize(("scheme", "query"), [("postgresql", "?sslmode=prefer"),
+                                               ("postgres", "?ssl=prefer"), ("postgres", "")])
 async def test_migrate_and_serve_take_postgresqls_own_url(
-    tmp_path: Path, pg: str, scheme: str, servers: list[Server]
+    tmp_path: Path, pg: str, scheme: str, query: str, servers: list[Server]
 ) -> None:
-    url = typed(pg, scheme)
+    url = typed(pg, scheme) + query
     migrated = run(tmp_path, url, "migrate")
     assert migrated.returncode == 0, migrated.stderr
     assert "postgresql+asyncpg://" in migrated.stdout and "(head)" in migrated.stdout
     server = await start_server(tmp_path, url)
     servers.append(server)
     assert "store postgresql+asyncpg://" in server.output()
+    # Both connections work: the store's and the listener's (LISTEN/NOTIFY, asyncpg's own DSN).
+    async with aiohttp.ClientSession() as session:
+        api = Api(session, server.url)
+        assert (await api.call("POST", "/v1/asks", token=AGENT, json={"question": "Up?"}))[0] == 201
+        status, health = await api.call("GET", "/healthz")
+        assert status == 200 and health["store"] == "ok"
+    assert "cannot listen for store notifications" not in server.output()
 
 
 async def test_migrate_and_serve_take_sqlites_short_url(tmp_path: Path, servers: list[Server]) -> None:
