@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from ask_api.creating import create, may_call_back, new_ask
+from ask_api.delivery import send_whole
 from ask_api.events import stream
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
@@ -21,12 +22,13 @@ from ask_api.schemas import (
 )
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
-from bot.core import external, formats, rules, starts
+from bot.core import external, formats, reads, rules, starts
 from bot.core.asks import Asks
 from bot.core.config import gate_for
 from bot.core.gates import Gates
 from bot.core.responders import OPERATOR
 from bot.core.types import CallDecision
+from store.models import AskRow
 
 log = logging.getLogger("aye.api")
 
@@ -170,20 +172,35 @@ class AskApi:
         gate = gate_for(self.gates.gates, ask.operation, ask.agent) if ask.operation else None
         return gate.remembers if gate else None
 
-    async def _view(self, caller: Caller, ask: Any) -> dict[str, Any]:
+    async def _reply(
+        self, request: web.Request, caller: Caller, rows: list[AskRow],
+        shape: Callable[[list[dict[str, Any]]], Any] = lambda views: views[0],
+        record: bool = True,
+    ) -> web.StreamResponse:
+        """The response showing `rows` as `caller` sees them (`shape` puts the views in the
+        body). For their agent it is a read (bot.core.reads), which counts only once the
+        response was written in full to a connection still open: a sensitive answer is erased
+        then, and not when the client had already gone (its next read gets the value)."""
         if caller.is_operator:
-            return operator_view(ask, await self.asks.history(ask.seq), self._remembers(ask))
-        if ask.sensitive:
-            if not await self.asks.mark_read(ask):
-                # Another read took the answer first (and erased it): show it as it is now.
-                ask = await self.asks.by_seq(ask.seq) or ask
-            return ask_view(ask)
-        self.asks.read_later(ask)
-        return ask_view(ask)
+            views = [operator_view(a, await self.asks.history(a.seq or 0), self._remembers(a))
+                     for a in rows]
+            return web.json_response(shape(views))
+        read = await reads.begin(self.asks, rows, record)
+        try:
+            response = web.json_response(shape([ask_view(a) for a in read.rows]))
+            sent = await send_whole(request, response)
+        except BaseException:
+            read.lost()
+            raise
+        if sent:
+            await read.delivered()
+        else:
+            read.lost()
+        return response
 
     # -- routes ------------------------------------------------------------------------------
 
-    async def create(self, request: web.Request) -> web.Response:
+    async def create(self, request: web.Request) -> web.StreamResponse:
         caller = self._agent(request)
         body, raw = await parse(request, self.bodies.ask)
         assert caller.agent is not None
@@ -198,23 +215,23 @@ class AskApi:
                 view["answer_url"] = f"{self.public_url}{DOOR}{ticket}"
             return web.json_response(view, status=201)
         # The earlier ask, as it stands: a read like any other (a sensitive answer is erased).
-        return web.json_response(await self._view(caller, ask))
+        return await self._reply(request, caller, [ask])
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         return await stream(request, self.asks, request[CALLER])
 
-    async def get(self, request: web.Request) -> web.Response:
+    async def get(self, request: web.Request) -> web.StreamResponse:
         caller, ask = await self._ask(request)
-        return web.json_response(await self._view(caller, ask))
+        return await self._reply(request, caller, [ask])
 
-    async def wait(self, request: web.Request) -> web.Response:
+    async def wait(self, request: web.Request) -> web.StreamResponse:
         text = request.query.get("timeout", str(DEFAULT_WAIT_S))
         timeout = int_param(text, "timeout", 0, MAX_WAIT_S, "whole seconds from 0 to 300")
         caller, ask = await self._ask(request)
         ask = await self.asks.wait(ask, timeout)
-        return web.json_response(await self._view(caller, ask))
+        return await self._reply(request, caller, [ask])
 
-    async def wait_many(self, request: web.Request) -> web.Response:
+    async def wait_many(self, request: web.Request) -> web.StreamResponse:
         """Park on up to 100 asks: once all (or any) are closed, or after `timeout`; each in
         the order asked, as the caller sees it (a read, as for one ask)."""
         caller = request[CALLER]
@@ -228,17 +245,17 @@ class AskApi:
                 raise ApiError(404, "not_found", f"ids[{index}]: no such ask", f"ids[{index}]")
             rows.append(ask)
         rows = await self.asks.wait_many(rows, body.timeout, body.until == "all")
-        return web.json_response({"asks": [await self._view(caller, row) for row in rows]})
+        return await self._reply(request, caller, rows, lambda views: {"asks": views})
 
-    async def withdraw(self, request: web.Request) -> web.Response:
+    async def withdraw(self, request: web.Request) -> web.StreamResponse:
         caller, ask = await self._ask(request)
         by = "operator:local" if caller.is_operator else f"agent:{ask.agent}"
         done = await self.asks.withdraw(ask, by)
         if done is None:
             raise ApiError(409, "closed", f"the ask is already {ask.status}")
-        return web.json_response(await self._view(caller, done))
+        return await self._reply(request, caller, [done])
 
-    async def list(self, request: web.Request) -> web.Response:
+    async def list(self, request: web.Request) -> web.StreamResponse:
         caller = request[CALLER]
         status = request.query.get("status") or None
         if status is not None and status not in rules.STATUSES:
@@ -254,17 +271,17 @@ class AskApi:
             cursor = int_param(cursor_text, "cursor", 1, MAX_SEQ, "not a cursor from this API")
         agent = caller.agent.name if caller.agent else None
         asks, more = await self.asks.list_asks(agent, status, limit, cursor)
+        cursor_out = str(more) if more is not None else None
         if caller.is_operator:
             histories = await self.asks.histories([a.seq for a in asks if a.seq is not None])
             views = [operator_view(a, histories.get(a.seq or 0, []), self._remembers(a))
                      for a in asks]
-        else:
-            # Listing reads: each sensitive answer shown here is erased, and shown only by the
-            # read that erased it.
-            views = [await self._view(caller, a) if a.sensitive else ask_view(a) for a in asks]
-        return web.json_response(
-            {"asks": views, "next_cursor": str(more) if more is not None else None}
-        )
+            return web.json_response({"asks": views, "next_cursor": cursor_out})
+        # Listing is a read of each sensitive answer it shows (erased once the page reached
+        # the agent), not of the other asks.
+        return await self._reply(request, caller, asks,
+                                 lambda views: {"asks": views, "next_cursor": cursor_out},
+                                 record=False)
 
     async def answer(self, request: web.Request) -> web.Response:
         caller = request[CALLER]

@@ -1,17 +1,22 @@
 """A one-route bridge from aiohttp to an ASGI application (the MCP SDK's streamable-HTTP
 session manager, which exists only as ASGI): the request as an ASGI `http` scope, its body as
 `http.request` messages, the response written back as it is sent (so each SSE event reaches the
-client at once), and `http.disconnect` once the client has gone."""
+client at once), and `http.disconnect` once the client has gone. An application that must know
+whether its response reached the client (a sensitive answer is erased only then) asks the
+scope's `Sent` (SENT)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from starlette.types import ASGIApp, Message, Scope
+
+from ask_api.delivery import end_whole
 
 log = logging.getLogger("aye.mcp")
 
@@ -20,6 +25,7 @@ HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding"})
 # aiohttp tells a handler nothing when its client goes (unless handler cancellation is on for
 # the whole server), so a streaming response looks at the connection this often.
 GONE_CHECK_S = 1.0
+SENT = "aye.sent"  # the ASGI scope's key for the exchange's Sent
 
 
 # Applications still finishing after their client went (see serve()): kept from the collector.
@@ -36,7 +42,7 @@ async def serve(app: ASGIApp, request: web.Request, extra: Mapping[str, Any]) ->
     own way. The SDK's session manager depends on it: a session whose opening request was
     cancelled after its response went out is thrown away."""
     exchange = Exchange(request)
-    scope = scope_of(request, extra)
+    scope = scope_of(request, {**extra, SENT: exchange.sent})
 
     async def run() -> None:
         await app(scope, exchange.receive, exchange.send)
@@ -46,6 +52,7 @@ async def serve(app: ASGIApp, request: web.Request, extra: Mapping[str, Any]) ->
         await asyncio.shield(running)
     except asyncio.CancelledError:
         exchange.done = True
+        exchange.sent.settle(False)
         if not running.done():
             _finishing.add(running)
             running.add_done_callback(_finished)
@@ -81,6 +88,48 @@ def scope_of(request: web.Request, extra: Mapping[str, Any]) -> Scope:
     }
 
 
+@dataclass(slots=True)
+class _Listener:
+    carries: Callable[[bytes], bool]
+    told: Callable[[bool], None]
+    written: bool = False  # a chunk it carries went to the connection
+
+
+class Sent:
+    """Whether something the application sent reached the client, for one exchange.
+
+    `when(carries, told)`: `carries(chunk)` is asked of each chunk of the body as it is written
+    to the connection; once the response has ended, `told(True)` if a chunk it carries was
+    written and the response then ended in full on a connection still open, `told(False)`
+    otherwise (the client went; or the response had already ended)."""
+
+    def __init__(self) -> None:
+        self._listening: list[_Listener] = []
+        self._settled = False
+
+    def when(self, carries: Callable[[bytes], bool], told: Callable[[bool], None]) -> None:
+        if self._settled:
+            told(False)
+        else:
+            self._listening.append(_Listener(carries, told))
+
+    def wrote(self, chunk: bytes) -> None:
+        for listener in self._listening:
+            if not listener.written and listener.carries(chunk):
+                listener.written = True
+
+    def settle(self, whole: bool) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        listening, self._listening = self._listening, []
+        for listener in listening:
+            try:
+                listener.told(whole and listener.written)
+            except Exception:  # one listener's failure must not cost the others their news
+                log.exception("mcp: a sent-listener failed")
+
+
 class Exchange:
     """One request and its response, as ASGI's `receive` and `send`."""
 
@@ -89,6 +138,7 @@ class Exchange:
         self.response: web.StreamResponse | None = None
         self.body_read = False
         self.done = False
+        self.sent = Sent()
 
     async def receive(self) -> Message:
         if not self.body_read:
@@ -126,20 +176,24 @@ class Exchange:
                 await response.prepare(self.request)
             if body:
                 await response.write(body)
+                self.sent.wrote(body)
             if not more:
                 self.done = True
-                await response.write_eof()
+                self.sent.settle(await end_whole(self.request, response))
         except ConnectionError:
             # The client has gone: the rest is dropped, and the application's next receive()
             # says so (a tool waiting on an ask goes on; the ask stays open).
             self.done = True
+            self.sent.settle(False)
 
     async def finish(self) -> web.StreamResponse:
         if self.response is None:
+            self.sent.settle(False)
             log.warning("mcp: the application sent no response path=%s", self.request.path)
             return web.json_response(
                 {"error": "internal", "message": "no response"}, status=500
             )
         if not self.done:
             await self._write(self.response, b"", more=False)
+        self.sent.settle(False)  # ended without its last write (the client went): nothing reached
         return self.response

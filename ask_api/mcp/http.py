@@ -29,6 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from ask_api.http import ApiError
 from ask_api.mcp import asgi
 from ask_api.mcp.local import LocalAgent
+from ask_api.mcp.sent import AfterSent
 from ask_api.mcp.tools import AgentPort, Context, build_server
 from ask_api.routes import CALLER
 from ask_api.tokens import Caller, TokenBook
@@ -61,7 +62,9 @@ class McpEndpoint:
         agent = scope.get(AGENT)
         if not isinstance(agent, AgentInfo):  # handle() put it there; nothing else serves them
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
-        return LocalAgent(self.asks, self.gates, agent)
+        sent = scope.get(asgi.SENT)
+        return LocalAgent(self.asks, self.gates, agent,
+                          AfterSent(sent if isinstance(sent, asgi.Sent) else None, ctx.request_id))
 
     async def serve(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         """A request from `caller` (an agent: ask_api/mcp/mount.py checked the token)."""

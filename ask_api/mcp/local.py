@@ -13,9 +13,11 @@ import sqlalchemy.exc
 
 from ask_api.creating import create, may_call_back, new_ask
 from ask_api.http import ApiError
+from ask_api.mcp.sent import AfterSent
 from ask_api.routes import decided
 from ask_api.schemas import AskBodyBase, CallBodyBase
 from ask_api.views import ask_view
+from bot.core import reads
 from bot.core.asks import Asks
 from bot.core.gates import Gates
 from bot.core.limits import Limited
@@ -24,10 +26,14 @@ from store.models import AskRow
 
 
 class LocalAgent:
-    """An AgentPort (ask_api/mcp/tools.py) on the core, for one agent."""
+    """An AgentPort (ask_api/mcp/tools.py) on the core, for one agent and one tool call,
+    whose reads count once its result has reached the client (`after_sent`)."""
 
-    def __init__(self, asks: Asks, gates: Gates, agent: AgentInfo) -> None:
+    def __init__(
+        self, asks: Asks, gates: Gates, agent: AgentInfo, after_sent: AfterSent | None = None
+    ) -> None:
         self.asks, self.gates, self.agent = asks, gates, agent
+        self.after_sent = after_sent or AfterSent(None, None)
 
     async def create(self, body: AskBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
         new = new_ask(self.agent, body, raw, self.asks.clock.now())
@@ -60,15 +66,16 @@ class LocalAgent:
         return ask
 
     async def _read(self, ask: AskRow) -> dict[str, Any]:
-        """The agent reads its ask: recorded, and a sensitive answer erased by the read that
-        shows it (as GET /v1/asks/{id} does)."""
-        if ask.sensitive:
-            if not await self.asks.mark_read(ask):
-                # Another read took the answer first (and erased it): show it as it is now.
-                ask = await self.asks.by_seq(ask.seq or 0) or ask
-            return ask_view(ask)
-        self.asks.read_later(ask)
-        return ask_view(ask)
+        """The agent reads its ask, as GET /v1/asks/{id} does (bot.core.reads): recorded, and a
+        sensitive answer erased, once the tool's result carrying it has reached the client."""
+        read = await reads.begin(self.asks, [ask])
+        try:
+            view = ask_view(read.rows[0])
+            self.after_sent.settle(read)
+        except BaseException:
+            read.lost()
+            raise
+        return view
 
 
 def call_reply(decision: CallDecision) -> dict[str, Any]:
