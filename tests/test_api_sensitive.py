@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye
+from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye, eventually
 
 SECRET = "hunter2-correct-horse"
 ERASED = {"value": None, "option": None, "note": None, "erased": True}
@@ -20,8 +20,13 @@ async def answered_secret(aye: Aye, **body: Any) -> dict[str, Any]:
 
 
 async def assert_erased_in_store(aye: Aye, ask: dict[str, Any]) -> None:
+    async def erased() -> bool:
+        row = await aye.asks.find(ask["id"])
+        return row is not None and row.erased
+
+    await eventually(erased)  # the read erases once its response is out, a moment after
     row = await aye.asks.find(ask["id"])
-    assert row is not None and row.erased
+    assert row is not None
     assert (row.answer_value, row.answer_option, row.answer_note) == (None, None, None)
     history = (await aye.get(ask["id"], operator=True))["history"]
     assert [e["event"] for e in history] == ["created", "answered", "read"]

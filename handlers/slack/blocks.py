@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.core import formats, rules
+from bot.core import formats, identity, rules
 from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import buttons
 from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date
@@ -123,7 +123,7 @@ def input_blocks(ask: AskRow, ref: str) -> list[dict[str, Any]]:
         shown = rules.input_shown(ask.call_input, _escaped_prefix(shown.text, budget))
     found = [_section(INPUT_HEAD + escape(shown.text) + INPUT_TAIL)]
     if not shown.whole:
-        whole = len(rules.canonical_json(ask.call_input))
+        whole = len(identity.canonical(ask.call_input).decode())  # what input_shown cuts
         found.append(_section(
             f":warning: *The input is cut:* shown above are its first {len(shown.text):,} of "
             f"{whole:,} characters, and the rest runs too. Read it whole with `aye show {ref}` "
