@@ -169,7 +169,7 @@ async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
             task.cancel()
     for task in tasks:
         if not task.cancelled() and task.exception() is not None:
-            log.error("a loop ended with %r", task.exception())
+            log.error("a loop ended error=%s", type(task.exception()).__name__)
 
 
 @web.middleware

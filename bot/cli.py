@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import importlib.metadata
 import json
+import logging
 import os
 import sys
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 from dotenv import load_dotenv
 
-from bot import cli_formats, cli_show, cli_watch
+from bot import cli_formats, cli_show, cli_watch, logs
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.tokens import read_token_file, token_file_path
@@ -237,13 +238,15 @@ def cmd_migrate() -> int:
     stop. Reads AYE_DATABASE_URL alone: no config file, no tokens."""
     from store.db import Store, StoreError  # SQLAlchemy: only for this command and serve
 
+    # Under AYE_LOG_FORMAT=json its lines are JSON objects too, like serve's.
+    logs.setup(fmt=logs.requested_format(os.environ))
     try:
         store = Store(Settings.from_env().database_url)
         revision = asyncio.run(_migrate(store))
     except (SettingsError, StoreError) as exc:
-        print(f"aye: {exc}", file=sys.stderr)
+        logs.say(str(exc), level=logging.ERROR, stream=sys.stderr)
         return EXIT_USAGE
-    print(f"aye: store {store.describe()} is at revision {revision} (head)")
+    logs.say(f"store {store.describe()} is at revision {revision} (head)")
     return EXIT_OK
 
 

@@ -180,3 +180,20 @@ def test_warnings_and_uncaught_exceptions_are_json_lines_without_their_text(
     assert [line.get("error") for line in lines[1:]] == ["ZeroDivisionError", "RuntimeError"]
     assert "a library's warning" in lines[0]["msg"]
     assert "secret-in" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_aye_migrate_writes_json_lines_too(tmp_path: Path) -> None:
+    """`aye migrate`'s line, and its exit-2 line, are JSON objects under AYE_LOG_FORMAT=json."""
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_LOG_FORMAT="json")
+    done = subprocess.run([sys.executable, "-m", "bot", "migrate"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    [line] = json_lines(done.stdout)
+    assert "(head)" in line["msg"]
+    json_lines(done.stderr)  # the migration's own log lines, each one JSON object
+    env["AYE_DATABASE_URL"] = "notaurl"
+    done = subprocess.run([sys.executable, "-m", "bot", "migrate"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = json_lines(done.stderr)
+    assert line["level"] == "error" and "postgresql" in line["msg"], line

@@ -63,7 +63,7 @@ async def serve(app: ASGIApp, request: web.Request, extra: Mapping[str, Any]) ->
 def _finished(task: asyncio.Task[None]) -> None:
     _finishing.discard(task)
     if not task.cancelled() and task.exception() is not None:
-        log.debug("mcp: a request finished after its client went: %r", task.exception())
+        log.debug("mcp: a request finished after its client went error=%s", type(task.exception()).__name__)
 
 
 def scope_of(request: web.Request, extra: Mapping[str, Any]) -> Scope:
