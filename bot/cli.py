@@ -238,8 +238,9 @@ def cmd_migrate() -> int:
     stop. Reads AYE_DATABASE_URL alone: no config file, no tokens."""
     from store.db import Store, StoreError  # SQLAlchemy: only for this command and serve
 
-    # Under AYE_LOG_FORMAT=json its lines are JSON objects too, like serve's.
-    logs.setup(fmt=logs.requested_format(os.environ))
+    # Under AYE_LOG_FORMAT=json its lines are JSON objects too, like serve's; its one line
+    # says what it did, so the store's own info lines stay quiet.
+    logs.setup(level=logging.WARNING, fmt=logs.requested_format(os.environ))
     try:
         store = Store(Settings.from_env().database_url)
         revision = asyncio.run(_migrate(store))
