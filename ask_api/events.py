@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -51,7 +52,12 @@ def frame(event: Event, caller: Caller) -> bytes:
     return found
 
 
-async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.StreamResponse:
+async def stream(
+    request: web.Request, asks: Asks, caller: Caller,
+    alive: Callable[[], Awaitable[bool]] | None = None,
+) -> web.StreamResponse:
+    """The caller's events; `alive` (a stream opened with the inbox's session) is asked at
+    every heartbeat, so a Sign out ends the stream too, on every process."""
     hub = asks.events
     sub = hub.subscribe(caller.agent.name if caller.agent else None)
     try:
@@ -71,7 +77,7 @@ async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.Stream
                 sent = event.id
             if not missed:
                 break
-        await _live(response, sub, caller, sent)
+        await _live(response, sub, caller, sent, alive)
         return response
     except ConnectionResetError:  # the client went away
         return web.Response(status=499)
@@ -79,12 +85,17 @@ async def stream(request: web.Request, asks: Asks, caller: Caller) -> web.Stream
         hub.unsubscribe(sub)
 
 
-async def _live(response: web.StreamResponse, sub: Subscriber, caller: Caller, sent: int) -> None:
+async def _live(
+    response: web.StreamResponse, sub: Subscriber, caller: Caller, sent: int,
+    alive: Callable[[], Awaitable[bool]] | None,
+) -> None:
     while True:
         try:  # asyncio.timeout, not wait_for: a cancellation on the way out is never swallowed
             async with asyncio.timeout(HEARTBEAT_S):
                 event = await sub.queue.get()
         except TimeoutError:
+            if alive is not None and not await alive():
+                return  # signed out (here or on another process): the session opens nothing
             await response.write(b": keep-alive\n\n")
             continue
         if event is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -38,6 +38,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 MAX_SEQ = 2**63 - 1  # asks are numbered in a 64-bit column
 CALLER = web.RequestKey("caller", Caller)
+BY_SESSION = web.RequestKey("by_session", bool)  # the caller is the inbox's session, not a token
 __all__ = ["ApiError", "AskApi", "errors"]
 
 
@@ -88,11 +89,15 @@ class AskApi:
     def __init__(
         self, asks: Asks, gates: Gates, tokens: TokenBook,
         session_ok: Callable[[web.Request], bool] | None = None, public_url: str | None = None,
+        session_alive: Callable[[web.Request], Awaitable[bool]] | None = None,
     ) -> None:
         """`session_ok` says whether a request carries the web inbox's operator session,
-        which `GET /v1/events` takes as the operator (the inbox's page subscribes with it).
-        `public_url` (AYE_PUBLIC_URL): where outside systems reach external asks' doors."""
+        which `GET /v1/events` takes as the operator (the inbox's page subscribes with it), and
+        `session_alive` whether it still does, asked again while such a stream is open (a
+        Sign out elsewhere ends it). `public_url` (AYE_PUBLIC_URL): where outside systems
+        reach external asks' doors."""
         self.session_ok = session_ok
+        self.session_alive = session_alive
         self.public_url = public_url.rstrip("/") if public_url else None
         self.asks = asks
         self.gates = gates
@@ -125,6 +130,7 @@ class AskApi:
         caller = self.tokens.caller(token.strip()) if usable else None
         if caller is None and request.path == "/v1/events" and self._in_session(request):
             caller = Caller(None)
+            request[BY_SESSION] = True
         if caller is None:
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
         request[CALLER] = caller
@@ -218,7 +224,12 @@ class AskApi:
         return await self._reply(request, caller, [ask])
 
     async def events(self, request: web.Request) -> web.StreamResponse:
-        return await stream(request, self.asks, request[CALLER])
+        alive: Callable[[], Awaitable[bool]] | None = None
+        check = self.session_alive
+        if request.get(BY_SESSION) and check is not None:
+            async def alive() -> bool:
+                return await check(request)
+        return await stream(request, self.asks, request[CALLER], alive)
 
     async def get(self, request: web.Request) -> web.StreamResponse:
         caller, ask = await self._ask(request)

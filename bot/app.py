@@ -37,7 +37,7 @@ from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
-from handlers.web import events_session, operator_session
+from handlers.web import events_session, operator_session, operator_session_alive
 from handlers.web import setup as setup_inbox
 from store import outbox
 from store.db import Store, StoreError
@@ -70,7 +70,8 @@ def create_app(
             asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
     asks.add_surface(Callbacks(asks, callback_targets(config)))
     gates = Gates(asks, config.gates)
-    api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url)
+    api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url,
+                 session_alive=operator_session_alive)
     door = Door(asks, {v.name: v.build() for v in config.verifiers},
                 key=tokens.derived_key(b"external deliveries"))
     # events_session before api.auth: GET /v1/events takes the inbox's session, from the store.

@@ -5,6 +5,7 @@ without ever refusing the right token."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +14,7 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
+import ask_api.events
 from bot.core.clock import ManualClock
 from handlers.web.failures import FAILURES_PER_MINUTE
 from handlers.web.sessions import SESSION_S
@@ -106,6 +108,23 @@ async def test_a_cookie_copied_before_sign_out_opens_nothing_after_it(
             assert resp.status == 401
     assert (await aye.get(ref))["status"] == "open"
     assert await kept_sessions(aye) == []
+
+
+async def test_an_event_stream_opened_with_the_session_ends_at_sign_out(
+    start_inbox: StartInbox, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ask_api.events, "HEARTBEAT_S", 0.2)  # the session is asked at each one
+    aye = await start_inbox(database_url)
+    async with browser(aye) as http:
+        cookie = await sign_in(http)
+        async with http.get("/v1/events", headers=carrying(cookie)) as stream:
+            assert stream.status == 200
+            assert await asyncio.wait_for(stream.content.readline(), 5) == b"retry: 2000\n"
+            await sign_out(http, cookie)
+            # The stream ends by itself (the heartbeat found no session), nothing more sent.
+            rest = await asyncio.wait_for(stream.content.read(), 10)
+        assert b"ask." not in rest
+        await aye.ask(question="Deploy?")  # made after: nobody signed out is told
 
 
 async def test_sign_out_on_one_process_ends_the_session_on_the_other(

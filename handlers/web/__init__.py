@@ -25,7 +25,7 @@ from handlers.web.guard import SESSION, WEB, events_session, guard
 from handlers.web.pages import TEMPLATES, Inbox
 from handlers.web.sessions import Sessions
 
-__all__ = ["events_session", "operator_session", "setup"]
+__all__ = ["events_session", "operator_session", "operator_session_alive", "setup"]
 
 ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
 
@@ -58,6 +58,16 @@ def setup(
     app.middlewares.append(guard)
     app.add_routes(inbox.routes())
     app.add_routes([web.get("/inbox/assets/{name}", _asset_handler(files, versions))])
+
+
+async def operator_session_alive(request: web.Request) -> bool:
+    """Whether the request's inbox session is still the operator's, looked up again in the
+    store (an open event stream asks at each heartbeat: a Sign out anywhere ends it)."""
+    inbox = request.config_dict.get(WEB)
+    if inbox is None:
+        return False
+    found = await inbox.sessions.find(request.cookies.get(inbox.sessions.cookie))
+    return found is not None and found.identity == str(OPERATOR)
 
 
 def operator_session(request: web.Request) -> bool:
