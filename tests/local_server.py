@@ -8,6 +8,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+SHUTDOWN_TIMEOUT_S = 1.0  # how long closing a fake waits on a handler still running
+
 
 class LocalServer:
     """Subclasses build their app and call `_serve(app)` from `start()`."""
@@ -22,6 +24,11 @@ class LocalServer:
         raise NotImplementedError
 
     async def _serve(self, app: web.Application, **runner_options: Any) -> None:
+        # aiohttp's 60 s default would let one connection hold a test's teardown for a minute:
+        # one accepted as the site stops (the app under test still calling the fake) is closed
+        # before its handler first waits, so its request is dropped and nothing wakes the
+        # handler; shutdown then waits out the whole timeout. A fake has nothing to finish.
+        runner_options.setdefault("shutdown_timeout", SHUTDOWN_TIMEOUT_S)
         runner = web.AppRunner(app, handle_signals=False, access_log=None, **runner_options)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

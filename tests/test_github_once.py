@@ -231,6 +231,9 @@ async def test_a_delivery_id_over_100_characters_is_400(hub: Hub) -> None:
     assert (await hub.aye.get(ask["id"]))["status"] == "open"
     status, _ = await post_signed(hub, json.dumps(payload).encode(), delivery="d" * 100)
     assert status == 200
+    # It acted, to the end: the answer is in and GitHub has its thumbs-up (nothing left in flight).
+    await hub.reaction(int(payload["comment"]["id"]))
+    assert (await hub.aye.get(ask["id"]))["status"] == "answered"
 
 
 async def test_nul_and_lone_surrogates_in_a_comment_are_kept_out_of_the_store(hub: Hub) -> None:
