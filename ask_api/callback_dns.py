@@ -1,5 +1,5 @@
 """The callbacks' resolver: a callback connects only to an address it may reach
-(bot.core.callback_urls.may_reach), and to the very address that was checked.
+(core.domain.callback_urls.may_reach), and to the very address that was checked.
 
 Checking a name's addresses and then letting the HTTP client look the name up again would let a
 DNS server answer the check with a public address and the connection with 127.0.0.1 (DNS
@@ -17,7 +17,7 @@ import socket
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from bot.core.callback_urls import may_reach
+from core.domain.callback_urls import may_reach
 
 BLOCKED = "blocked_address"
 

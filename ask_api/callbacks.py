@@ -4,7 +4,7 @@ The delivery is outbox work (written in the closing transaction, so a crash lose
 handed to this sender like any surface's: one try in flight per callback (the outbox claim),
 10 s a try, retried with jittered backoff for two days. The URL is matched against the agent's
 `callback_urls` again before every send (the config may have changed), and the URL posted to is
-the one rebuilt from the checked parts (bot/core/callback_urls.py). The callbacks have their own
+the one rebuilt from the checked parts (core/domain/callback_urls.py). The callbacks have their own
 session, whose resolver (ask_api/callback_dns.py) lets them connect only to addresses they may
 reach: a host resolving to none of those is a dead letter, `blocked_address`, never retried.
 Redirects are never followed: a 3xx is a non-2xx like any other, retried (the receiver may be
@@ -29,11 +29,11 @@ from yarl import URL
 
 from ask_api.callback_dns import BLOCKED, BlockedAddress, GuardedResolver
 from ask_api.views import ask_view
-from bot.core.asks import Asks
-from bot.core.callback_urls import BadUrl, Parsed, match
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.surface import CLOSE, GiveUp, RetryLater
+from core.app.asks import Asks
+from core.app.ports import CLOSE, GiveUp, RetryLater
+from core.domain.callback_urls import BadUrl, Parsed, match
+from core.domain.logline import emit
+from core.domain.responders import Responder
 from store.models import AskRow
 
 log = logging.getLogger("aye.callbacks")

@@ -8,7 +8,7 @@ import time
 from datetime import datetime
 from typing import Any, cast
 
-# What `ask` returns: the answer's value, typed by the ask's format (bot.core.formats): text
+# What `ask` returns: the answer's value, typed by the ask's format (core.domain.formats): text
 # and a choice's option as a string, a multi's options as a list, confirm and ack as a bool,
 # a form as a dict.
 Answer = str | bool | list[str] | dict[str, Any]

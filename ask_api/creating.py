@@ -7,9 +7,9 @@ from typing import Any
 
 from ask_api.http import ApiError
 from ask_api.schemas import AskBodyBase, FormatProblem, check_format, parse_time
-from bot.core.asks import Asks
-from bot.core.config import MAX_TIMEOUT_S
-from bot.core.types import AgentInfo, KeyReused, NewAsk, NoReachableResponder
+from core.app.asks import Asks
+from core.domain.policy import MAX_TIMEOUT_S
+from core.domain.types import AgentInfo, KeyReused, NewAsk, NoReachableResponder
 from store.models import AskRow
 
 
@@ -62,7 +62,7 @@ async def create(asks: Asks, agent: AgentInfo, new: NewAsk) -> tuple[AskRow, boo
 
 def may_call_back(agent: AgentInfo, url: str | None) -> None:
     """A callback goes only where the operator allowed this agent's (its scheme, host and
-    port, under a prefix's path: bot/core/callback_urls.py), signed: 422 naming callback_url
+    port, under a prefix's path: core/domain/callback_urls.py), signed: 422 naming callback_url
     otherwise."""
     why = None if url is None else agent.callback_refusal(url)
     if why is not None:

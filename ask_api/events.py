@@ -13,9 +13,9 @@ from aiohttp import web
 
 from ask_api.tokens import Caller
 from ask_api.views import ask_view, operator_view
-from bot.core import rules
-from bot.core.asks import Asks
-from bot.core.events import Event, Subscriber
+from core.app.asks import Asks
+from core.app.events import Event, Subscriber
+from core.domain import rules
 
 HEARTBEAT_S = 15.0
 MAX_ID = 2**63 - 1

@@ -8,7 +8,7 @@ delivery signed by another verifier than the ticket's is a 404, as for an unknow
 ticket's state (one uniform 404 for unknown, expired, withdrawn or used; 200 `already_answered`
 for the accepted delivery again); the payload against the ask's schema (400 naming the part;
 the ticket stays usable); and last one conditional write that answers the ask
-(bot/core/external.py).
+(core/app/external.py).
 
 Nothing here logs a ticket: the access log shows the route's pattern, and the lines below the
 ask's id and ref.
@@ -28,12 +28,13 @@ from cachetools import TTLCache
 from ask_api.http import ApiError, field_path, json_of, read_body
 from ask_api.schemas import unusable
 from ask_api.verifiers import Verifier
-from bot.core import external, payloads, rules
-from bot.core.answering import INVALID_ANSWER
-from bot.core.asks import Asks
-from bot.core.bodies import encoding_problem
-from bot.core.forms import Misfit
-from bot.core.logs import emit
+from core.app import external
+from core.app.asks import Asks
+from core.domain import payloads, rules
+from core.domain.answering import INVALID_ANSWER
+from core.domain.bodies import encoding_problem
+from core.domain.forms import Misfit
+from core.domain.logline import emit
 from store.models import AskRow
 
 log = logging.getLogger("aye.external")
@@ -74,7 +75,7 @@ class Buckets:
 
 class Door:
     def __init__(self, asks: Asks, verifiers: Mapping[str, Verifier], key: bytes) -> None:
-        """`key` keys the digests of accepted deliveries (bot.core.external.digest)."""
+        """`key` keys the digests of accepted deliveries (core.app.external.digest)."""
         self.asks, self.key = asks, key
         self.verifiers = dict(verifiers)
         self.buckets = Buckets()

@@ -13,10 +13,10 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
-from bot.core.batch import StoreClosing
-from bot.core.bodies import encoding_problem
-from bot.core.config import key_path
-from bot.core.limits import Limited
+from core.app.batch import StoreClosing
+from core.app.limits import Limited
+from core.domain.bodies import encoding_problem
+from core.domain.policy import key_path
 
 log = logging.getLogger("aye.api")
 

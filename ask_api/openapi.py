@@ -21,7 +21,8 @@ from pydantic.json_schema import models_json_schema
 
 from ask_api import responses as shown
 from ask_api.schemas import AnswerBody, Bodies, WaitBody
-from bot.core import events, rules
+from core.app import events
+from core.domain import rules
 
 OPENAPI = "3.1.0"
 PATH = "/v1/openapi.json"

@@ -22,12 +22,13 @@ from ask_api.schemas import (
 )
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, operator_view
-from bot.core import external, formats, reads, rules, starts
-from bot.core.asks import Asks
-from bot.core.config import gate_for
-from bot.core.gates import Gates
-from bot.core.responders import OPERATOR
-from bot.core.types import CallDecision
+from core.app import external, reads, starts
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.domain import formats, rules
+from core.domain.policy import gate_for
+from core.domain.responders import OPERATOR
+from core.domain.types import CallDecision
 from store.models import AskRow
 
 log = logging.getLogger("aye.api")
@@ -184,7 +185,7 @@ class AskApi:
         record: bool = True,
     ) -> web.StreamResponse:
         """The response showing `rows` as `caller` sees them (`shape` puts the views in the
-        body). For their agent it is a read (bot.core.reads), which counts only once the
+        body). For their agent it is a read (core.app.reads), which counts only once the
         response was written in full to a connection still open: a sensitive answer is erased
         then, and not when the client had already gone (its next read gets the value)."""
         if caller.is_operator:
@@ -322,7 +323,7 @@ class AskApi:
         raise ApiError(409, "closed", f"refused: {said}")
 
     async def start(self, request: web.Request) -> web.Response:
-        """May this agent start on this work? Asked once per work (see bot.core.starts)."""
+        """May this agent start on this work? Asked once per work (see core.app.starts)."""
         caller = self._agent(request)
         body, _ = await parse(request, self.bodies.start)
         assert caller.agent is not None

@@ -27,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from bot.core import formats, forms, kinds, payloads
-from bot.core.kinds import VERIFIER_NAME
+from core.domain import formats, forms, kinds, payloads
+from core.domain.kinds import VERIFIER_NAME
 
 MAX_TEXT = 3000
 MAX_OPTION = 75
@@ -42,7 +42,7 @@ class Body(BaseModel):
 
 class WorkBase(Body):
     """`work`: exactly one variant, named by its surface (`{"slack": {…}}`, `{"github": {…}}`);
-    the variants come from the surfaces that are registered (bot.core.kinds)."""
+    the variants come from the surfaces that are registered (core.domain.kinds)."""
 
     @model_validator(mode="after")
     def _one(self) -> WorkBase:
@@ -212,7 +212,7 @@ def _schema(body: AskBodyBase, check: Callable[[Any], object], missing: str) -> 
 
 class AnswerBody(Body):
     # A string from a person, or JSON for a typed format: a list, a bool, a number, an object.
-    answer: Any  # bot.core.formats reads it, and says what does not fit
+    answer: Any  # core.domain.formats reads it, and says what does not fit
     note: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
 
 
@@ -233,7 +233,7 @@ class CallBodyBase(Body):
     operation: Annotated[StrictStr, Field(min_length=1, max_length=200, pattern=OPERATION_RE.pattern)]
     input: Any = None
     work: WorkBase | None = None  # the registered variants: see bodies()
-    # The caller's own bound on a new approval's wait (see bot.core.gates.approval_values).
+    # The caller's own bound on a new approval's wait (see core.app.gating.approval_values).
     timeout_s: Annotated[StrictInt, Field(ge=1, le=31536000)] | None = None
     callback_url: CallbackUrl | None = None
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.core.responders import Responder
-from bot.core.types import AgentInfo
+from core.domain.responders import Responder
+from core.domain.types import AgentInfo
 
 DEFAULT_AGENT = "default"
 

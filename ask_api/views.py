@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import external, formats, identity, rules
-from bot.core.config import START
+from core.app import external
+from core.domain import formats, identity, rules
+from core.domain.policy import START
 from store.models import AskRow
 
 # Today's API shows an approval's input as text in `context`, cut here; `input` has it whole.
@@ -100,7 +101,7 @@ def operator_view(
         closed_at=iso(ask.closed_at),
     )
     if ask.kind == rules.APPROVAL:
-        # Each named as what it is, as every surface shows them (bot.core.identity).
+        # Each named as what it is, as every surface shows them (core.domain.identity).
         view["input_sha256"] = identity.input_sha256(ask.call_input)
         view["call_sha256"] = ask.call_hash
     if ask.escalate_responders:

@@ -1,7 +1,7 @@
 """`aye serve` with the per-agent limits taken out: the "limits off" side of bench_ops.py.
 
 aye has no setting that turns its limits off (every agent has `max_open` and `asks_per_minute`,
-500 and 120 by default), so this replaces the calls the core makes into bot.core.limits with
+500 and 120 by default), so this replaces the calls the core makes into core.app.limits with
 ones that do nothing, then runs what `python -m bot serve` runs. Never a way to run aye.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from bot.core import limits
+from core.app import limits
 
 PATCHED = ("count", "opened", "closed", "counted_and_opened")
 
@@ -21,7 +21,7 @@ async def _nothing(*args: object, **kwargs: object) -> None:
 def main() -> int:
     for name in PATCHED:
         if not hasattr(limits, name):
-            print(f"bot.core.limits.{name} is gone: update {__file__}", file=sys.stderr)
+            print(f"core.app.limits.{name} is gone: update {__file__}", file=sys.stderr)
             return 2
         setattr(limits, name, _nothing)
     from bot.cli import main as aye

@@ -25,11 +25,6 @@ from ask_api.whoami import routes as whoami_routes
 from bot import logs
 from bot.config import AyeConfig, ConfigError, load_config
 from bot.connections import BodyTimeout
-from bot.core.asks import Asks
-from bot.core.clock import Clock
-from bot.core.gates import Gates
-from bot.core.logs import emit
-from bot.core.surface import SurfaceConfigError, SurfacePlugin
 from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
 from bot.metrics import setup as setup_metrics
@@ -37,6 +32,11 @@ from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
 from bot.tokens import ensure_tokens, token_file_path
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.app.ports import SurfaceConfigError, SurfacePlugin
+from core.app.timing import Clock
+from core.domain.logline import emit
 from handlers.web import events_session, operator_session, operator_session_alive
 from handlers.web import setup as setup_inbox
 from store import outbox

@@ -1,6 +1,6 @@
 """The operator's configuration: a TOML file validated once, at start, into typed objects.
 
-The policy sections (`[defaults]`, `[[gates]]`) are the core's (bot.core.config); `[[agents]]`
+The policy sections (`[defaults]`, `[[gates]]`) are the core's (core.domain.policy); `[[agents]]`
 is the process's; each surface brings its own section (`[slack]`, `[github]`).
 """
 
@@ -22,8 +22,11 @@ from pydantic import (
 )
 
 from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
-from bot.core.callback_urls import BadUrl, parse_prefix
-from bot.core.config import (
+from bot.surfaces import PLUGINS
+from core.app.ports import SurfacePlugin
+from core.domain.callback_urls import BadUrl, parse_prefix
+from core.domain.kinds import VERIFIER_NAME
+from core.domain.policy import (
     Defaults,
     Duration,
     Gate,
@@ -32,9 +35,6 @@ from bot.core.config import (
     gate_for,
     key_path,
 )
-from bot.core.kinds import VERIFIER_NAME
-from bot.core.surface import SurfacePlugin
-from bot.surfaces import PLUGINS
 
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 

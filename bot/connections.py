@@ -34,7 +34,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from ask_api.routes import ApiError
-from bot.core.logs import FIELDS, emit
+from core.domain.logline import FIELDS, emit
 
 log = logging.getLogger("aye")
 

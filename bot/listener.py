@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from bot.core.waiters import Waiters
+from core.app.waiters import Waiters
 from store.db import NOTIFY_CHANNEL
 
 log = logging.getLogger("aye.waiters")

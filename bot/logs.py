@@ -1,4 +1,4 @@
-"""The process's log format: `time level logger event key=value …` (see bot.core.logs.emit), or
+"""The process's log format: `time level logger event key=value …` (see core.domain.logline.emit), or
 one JSON object a line (`AYE_LOG_FORMAT=json`): the log, the lines aye prints at start
 (`say`), libraries' warnings and uncaught exceptions alike.
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TextIO
 
-from bot.core.logs import FIELDS
+from core.domain.logline import FIELDS
 
 # aye's own loggers: `aye`, `aye.slack`, `aye.access`…; every other logger is a library's.
 OWN = "aye"
@@ -156,7 +156,7 @@ def _retell(record: logging.LogRecord, level: int, event: str, fields: dict[str,
 
 
 def is_own(record: logging.LogRecord) -> bool:
-    """A line of aye's own: from its loggers, or told by aye (bot.core.logs.emit's fields, as
+    """A line of aye's own: from its loggers, or told by aye (core.domain.logline.emit's fields, as
     ProtocolNoise retells aiohttp's lines)."""
     name = record.name
     return name == OWN or name.startswith(OWN + ".") or hasattr(record, FIELDS)

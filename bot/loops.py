@@ -6,10 +6,10 @@ import asyncio
 import contextlib
 import logging
 
-from bot.core import deadlines, limits, posts, tally
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.surface import GiveUp, RetryLater
+from core.app import deadlines, limits, posts, tally
+from core.app.asks import Asks
+from core.app.ports import GiveUp, RetryLater
+from core.domain.logline import emit
 from store import outbox
 from store.models import AskRow, OutboxRow
 
@@ -61,7 +61,7 @@ async def run_clock(asks: Asks) -> None:
 
 
 def waited(wait: RetryLater) -> str:
-    """How a delivery sent back to the outbox for a while ended (bot.core.tally's results)."""
+    """How a delivery sent back to the outbox for a while ended (core.app.tally's results)."""
     return {"rate_limited": tally.RATE_LIMITED, "paced": tally.PACED}.get(wait.kind, tally.ERROR)
 
 

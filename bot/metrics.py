@@ -4,7 +4,7 @@ Each app has a registry of its own, so that several apps in one process (the tes
 share the library's global one. The numbers come from three places:
 
 - What this process did, told by the core and the delivery loop through `asks.tally`
-  (bot/core/tally.py) after each commit: asks created and closed, how long answers took, how
+  (core/app/tally.py) after each commit: asks created and closed, how long answers took, how
   late the clock fired, how deliveries to surfaces ended. Per process: with several processes
   on one PostgreSQL each counts its own work, so aggregate them with `sum`. Nothing here reads
   the event hub, whose pump then reads the store only while an event stream is open.
@@ -40,9 +40,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ask_api.tokens import TokenBook
 from bot.connections import BodyTimeout
-from bot.core import rules, tally
-from bot.core.asks import Asks
-from bot.core.tally import Tally
+from core.app import tally
+from core.app.asks import Asks
+from core.app.tally import Tally
+from core.domain import rules
 from store.asks import ASKS
 from store.models import AskRow
 from store.outbox import OUTBOX
@@ -190,7 +191,7 @@ def route_of(request: web.Request) -> str:
 
 
 class Counts(Tally):
-    """The counters of what this process did, fed as `asks.tally` (bot/core/tally.py)."""
+    """The counters of what this process did, fed as `asks.tally` (core/app/tally.py)."""
 
     def __init__(self, registry: CollectorRegistry, surfaces: Iterable[str]) -> None:
         r = registry

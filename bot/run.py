@@ -31,7 +31,7 @@ from bot.connections import (
     Limits,
     serve,
 )
-from bot.core.logs import emit
+from core.domain.logline import emit
 
 log = logging.getLogger("aye")
 

@@ -1,7 +1,7 @@
 """The environment, read once at start into one typed object (no os.environ reads elsewhere).
 
 The process's own variables are read here; each surface reads its own from `env`, the same
-snapshot (see bot.core.surface.SurfacePlugin.read_settings).
+snapshot (see core.app.ports.SurfacePlugin.read_settings).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core import kinds
-from bot.core.surface import SurfacePlugin
+from core.app.ports import SurfacePlugin
+from core.domain import kinds
 from handlers.github import PLUGIN as GITHUB
 from handlers.slack import PLUGIN as SLACK
 

@@ -45,7 +45,7 @@ class AskRow(SQLModel, table=True):
     status: str = Field(max_length=16)
     question: str = Field(sa_column=Column(Text, nullable=False))
     options: list[str] | None = Field(default=None, sa_column=Column(JSON))
-    # The answer format (bot.core.formats); NULL for asks made before formats existed.
+    # The answer format (core.domain.formats); NULL for asks made before formats existed.
     format: str | None = Field(default=None, max_length=16)
     form_schema: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     pick_min: int | None = None
@@ -86,7 +86,7 @@ class AskRow(SQLModel, table=True):
     reminded_at: float | None = None
     # Where the agent is called back when the ask closes (ask_api/callbacks.py).
     callback_url: str | None = Field(default=None, sa_column=Column(Text))
-    # An external ask (bot/core/external.py): the verifier its door checks, the SHA-256 of its
+    # An external ask (core/app/external.py): the verifier its door checks, the SHA-256 of its
     # ticket (the ticket itself is never stored), and the digest of the delivery that answered.
     verifier: str | None = Field(default=None, max_length=100)
     ticket_hash: str | None = Field(default=None, max_length=64)

@@ -3,7 +3,7 @@
 `make_ask(**overrides)` is an open question with every column set: the columns a test names,
 sensible values for the required ones, and each other column's own default, so reading any
 attribute of the row works as it does on a row read from the store. `question` and `approval`
-give the two kinds their usual shape; an approval, like the ones bot.core.gates creates, stores
+give the two kinds their usual shape; an approval, like the ones core.app.gating creates, stores
 its operation and input as facts (its question is the operation's name, its context empty).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import configure_mappers
 
 import bot.surfaces  # noqa: F401  (registers the slack and github kinds, so work_key knows them)
-from bot.core import rules
+from core.domain import rules
 from store.models import AskRow
 
 DEADLINE = 1_893_456_000.0  # 2030-01-01T00:00:00Z

@@ -22,12 +22,12 @@ from aiohttp.test_utils import TestClient, TestServer
 from ask_api.tokens import TokenBook
 from bot.app import ASKS, create_app
 from bot.config import Config
-from bot.core import deadlines
-from bot.core.asks import Asks
-from bot.core.clock import Clock, ManualClock
-from bot.core.surface import SurfacePlugin
 from bot.settings import Settings
 from bot.surfaces import PLUGINS
+from core.app import deadlines
+from core.app.asks import Asks
+from core.app.ports import SurfacePlugin
+from core.app.timing import Clock, ManualClock
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 

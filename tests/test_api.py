@@ -11,8 +11,8 @@ import pytest
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
-from bot.core.responders import OPERATOR
+from core.app.timing import ManualClock
+from core.domain.responders import OPERATOR
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 

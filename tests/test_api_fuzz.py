@@ -27,7 +27,7 @@ from yarl import URL
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.types import AgentInfo
+from core.domain.types import AgentInfo
 from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 # AYE_FUZZ_EXAMPLES=2000 for a longer hunt; the default keeps the file well under a minute.

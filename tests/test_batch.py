@@ -1,4 +1,4 @@
-"""Creates made at the same time share one transaction (bot/core/batch.py): each still gets the
+"""Creates made at the same time share one transaction (core/app/batch.py): each still gets the
 answer it would have had alone — a limit crossed mid-batch, a repeated key, a pending approval of
 the same call — and every ask made is posted, counted and streamed once."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.core import batch
+from core.app import batch
 from tests.conftest import OPERATOR_HEADERS, StartAye, eventually
 from tests.test_gates import RecordingSurface
 from tests.test_limits import AGENT, create, limited, start

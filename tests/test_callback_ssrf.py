@@ -23,7 +23,7 @@ from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks
 from ask_api.tokens import TokenBook
 from bot.config import AyeConfig, Config, ConfigError, load_config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from store.models import OutboxRow
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye, eventually
 from tests.local_server import LocalServer

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from ask_api.callback_dns import BlockedAddress, GuardedResolver
-from bot.core.callback_urls import BadUrl, is_public, match, may_reach, parse_prefix
+from core.domain.callback_urls import BadUrl, is_public, match, may_reach, parse_prefix
 
 LOCAL = "http://127.0.0.1:9000/hooks/"
 HOOKS = "https://hooks.test/hooks/"

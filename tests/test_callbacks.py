@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestServer
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye, eventually
 
 SECRET = "callback-secret-for-tests"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot import loops
-from bot.core.responders import Responder
+from core.domain.responders import Responder
 from store.models import AskRow
 from tests.conftest import OPERATOR_HEADERS, Aye, StartAye, eventually
 from tests.fake_github import FakeGitHub

@@ -13,7 +13,7 @@ import pytest
 import ask_api.events
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 ESCALATING = {"gates": [{"operations": ["db."], "responders": ["operator:local"], "timeout": "1h",

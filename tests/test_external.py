@@ -14,7 +14,7 @@ import pytest
 
 from ask_api.verifiers import SCHEMES, Verifier
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import Aye, StartAye
 
 SECRET = "docsign-shared-secret"
@@ -346,7 +346,7 @@ async def test_the_doors_responses_match_the_openapi_document(
 async def test_nobody_is_reminded_of_an_external_ask(
     start_aye: StartAye, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.core.config import Defaults
+    from core.domain.policy import Defaults
 
     aye = await started(start_aye, database_url, monkeypatch)
     aye.asks.defaults = Defaults.model_validate({"question_remind_after": "1m"})

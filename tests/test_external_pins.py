@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.payloads import pinned
+from core.domain.payloads import pinned
 from tests.conftest import StartAye
 from tests.test_external import door_path, post, started
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.core import formats, forms
-from bot.core.formats import Misfit
+from core.domain import formats, forms
+from core.domain.formats import Misfit
 
 
 @dataclass

@@ -9,8 +9,8 @@ import pytest
 
 from ask_api.client import ApprovalRefused, ApprovalTimedOut, ApprovalUnavailable, AyeClient
 from bot.config import Config
-from bot.core.clock import ManualClock
-from bot.core.responders import Responder
+from core.app.timing import ManualClock
+from core.domain.responders import Responder
 from store.models import AskRow
 from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, Aye, StartAye
 

@@ -14,8 +14,8 @@ import pytest
 from ask_api.tokens import TokenBook
 from bot.app import create_app
 from bot.config import Config
-from bot.core.clock import ManualClock
-from bot.core.surface import SurfaceConfigError
+from core.app.ports import SurfaceConfigError
+from core.app.timing import ManualClock
 from handlers.github.auth import GitHubAuth, NotInstalled
 from handlers.github.plugin import read_settings
 from tests.conftest import settings_for

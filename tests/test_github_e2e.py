@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core import posts
-from bot.core.clock import Clock, ManualClock
-from bot.core.surface import POST
+from core.app import posts
+from core.app.ports import POST
+from core.app.timing import Clock, ManualClock
 from handlers.github.messages import marker
 from store import outbox
 from tests.conftest import OPERATOR_HEADERS, Aye, StartAye, eventually

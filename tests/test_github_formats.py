@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core import formats, rules
+from core.domain import formats, rules
 from handlers.github.guide import destination
 from handlers.github.messages import COMMENT_BUDGET, closed_comment, question_comment
 from handlers.github.parsing import parse_command

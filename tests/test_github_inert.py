@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import identity
+from core.domain import identity
 from handlers.github import inert
 from handlers.github.events import comment_said, review_said, storable
 from handlers.github.messages import COMMENT_BUDGET, question_comment

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.core.asks import Asks
-from bot.core.clock import ManualClock
+from core.app.asks import Asks
+from core.app.timing import ManualClock
 from store.db import Conn, Store
 from store.posts import DELIVERIES
 from tests.conftest import AGENT_HEADERS, StartAye

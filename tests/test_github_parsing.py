@@ -9,8 +9,8 @@ import gidgethub
 import pytest
 from gidgethub import sansio
 
-from bot.core import rules
-from bot.core.answering import Ambiguous, Nothing, Target, choose
+from core.domain import rules
+from core.domain.answering import Ambiguous, Nothing, Target, choose
 from handlers.github.auth import REFRESH_BEFORE_S, token_from_reply
 from handlers.github.events import MalformedPayload, comment_said, review_said
 from handlers.github.faults import disposition

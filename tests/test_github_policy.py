@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core.clock import ManualClock
-from bot.core.surface import AuthorUnknown
+from core.app.ports import AuthorUnknown
+from core.app.timing import ManualClock
 from handlers.github import authors
 from handlers.github.authors import CACHE_TTL_S, author_of
 from handlers.github.surface import GitHubSurface

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core import identity
+from core.domain import identity
 from handlers.github.messages import marker
 from tests.conftest import AGENT_HEADERS, StartAye
 from tests.fake_github import MAX_COMMENT_BODY, FakeGitHub

@@ -88,7 +88,7 @@ def show(found: list[str]) -> str:
 def _core_may(imp: Import) -> bool:
     top = imp.target.partition(".")[0]
     # Pure computation: validation (jsonschema, its referencing, and regex for bounded patterns),
-    # and RFC 8785 for the canonical identity of a call (bot/core/identity.py).
+    # and RFC 8785 for the canonical identity of a call (core/domain/identity.py).
     if top in sys.stdlib_module_names or top in (
         "pydantic", "jsonschema", "referencing", "regex", "rfc8785",
     ):
@@ -134,10 +134,10 @@ def test_the_api_imports_no_surface_and_no_process_module() -> None:
 
 def test_the_import_reader_sees_through_relative_and_guarded_imports() -> None:
     # The rules above would pass vacuously if imports() missed what it should find.
-    core = imports(ROOT / "bot/core/asks.py")
+    core = imports(ROOT / "core/app/asks.py")
     assert any(i.target.startswith("store.") for i in core)
-    surface = [i.target for i in imports(ROOT / "bot/core/surface.py")]
-    assert "bot.core.asks.Asks" in surface  # under `if TYPE_CHECKING:`
+    surface = [i.target for i in imports(ROOT / "core/app/ports.py")]
+    assert "core.app.asks.Asks" in surface  # under `if TYPE_CHECKING:`
     assert _resolved("handlers/slack/x.py", "from . import blocks") == ["handlers.slack.blocks"]
     assert _resolved("handlers/slack/__init__.py", "from .plugin import PLUGIN") == [
         "handlers.slack.plugin.PLUGIN"

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye, eventually
 from tests.test_gates import RecordingSurface
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from aiohttp.http_exceptions import BadStatusLine
 
-from bot.core.logs import FIELDS
 from bot.logs import KeyValueFormatter, ProtocolNoise
+from core.domain.logline import FIELDS
 from tests.test_process import Server, start_server, stop
 
 FORGERY = "2026-01-01T00:00:00Z error aye.asks ask.answered ref=q1 by=operator:local"

@@ -24,7 +24,7 @@ from ask_api.mcp.mount import MCP
 from ask_api.tokens import TokenBook
 from bot.app import ASKS, create_app
 from bot.config import Config
-from bot.core.clock import Clock
+from core.app.timing import Clock
 from tests.conftest import AGENT_TOKEN, OPERATOR_TOKEN, Aye, settings_for
 
 MODES = ["legacy", "auto"]

@@ -16,7 +16,7 @@ from ask_api.http import ApiError
 from ask_api.mcp.arguments import Arguments, checked, input_schema
 from ask_api.mcp.http import transport_security
 from ask_api.mcp.tools import refusal
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.test_mcp_http import GATED, Aye, connected, open_asks, parked_ask, result, start_mcp_aye
 
 

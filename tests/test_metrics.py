@@ -19,11 +19,11 @@ from ask_api.tokens import TokenBook
 from bot.app import create_app
 from bot.config import Config
 from bot.connections import Limits, serve
-from bot.core.asks import new_ask_values
-from bot.core.clock import ManualClock
-from bot.core.responders import OPERATOR
-from bot.core.surface import POST, GiveUp, RetryLater
 from bot.metrics import METRICS, Metrics, read_store
+from core.app.asks import new_ask_values
+from core.app.ports import POST, GiveUp, RetryLater
+from core.app.timing import ManualClock
+from core.domain.responders import OPERATOR
 from handlers.slack import pacing
 from handlers.slack.pacing import Pace
 from store.asks import ASK_INSERT

@@ -17,7 +17,7 @@ from ask_api.openapi import REF
 from ask_api.schemas import AnswerBody, WaitBody, bodies
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye
 from tests.test_policy import GitHubLike
 

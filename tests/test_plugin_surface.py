@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 import bot.surfaces
 from bot.app import describe
 from bot.config import AyeConfig, config_model
-from bot.core import kinds, works
-from bot.core.asks import Asks
-from bot.core.kinds import SurfaceKind
-from bot.core.responders import Responder
-from bot.core.surface import CLOSE, POST, Surface, SurfacePlugin
-from bot.core.types import AnswerResult
+from core.app import works
+from core.app.asks import Asks
+from core.app.ports import CLOSE, POST, Surface, SurfacePlugin
+from core.domain import kinds
+from core.domain.kinds import SurfaceKind
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult
 from store.models import AskRow
 from tests.conftest import Aye, StartAye, settings_for
 
@@ -65,7 +66,7 @@ def describe_settings(settings: RoomSettings | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Said:
-    """Something written in a room (bot.core.answering.Reply), never naming an ask by ref."""
+    """Something written in a room (core.domain.answering.Reply), never naming an ask by ref."""
 
     text: str
     ref: str | None = None

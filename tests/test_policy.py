@@ -10,10 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from bot.config import Config
-from bot.core.clock import ManualClock
-from bot.core.responders import Responder
-from bot.core.surface import AuthorUnknown
-from bot.core.types import AnswerResult
+from core.app.ports import AuthorUnknown
+from core.app.timing import ManualClock
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult
 from store.models import AskRow
 from tests.conftest import AGENT_HEADERS, Aye, StartAye
 from tests.test_gates import RecordingSurface

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_config
-from bot.core import rules
-from bot.core.config import parse_duration
-from bot.core.responders import Responder, admitted
+from core.domain import rules
+from core.domain.policy import parse_duration
+from core.domain.responders import Responder, admitted
 
 
 @pytest.mark.parametrize("seq", [1, 7, 35, 36, 1295, 10**6, 36**7 - 1])

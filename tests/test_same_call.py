@@ -1,4 +1,4 @@
-"""One canonical identity decides every "same" (bot/core/identity.py): a call written another
+"""One canonical identity decides every "same" (core/domain/identity.py): a call written another
 way (`DEPLOY.prod`, `5.0`, `5e0`, `"\\u0032"`, key order, NFD, `Octo/App`, an explicit
 `"type": "issue"`) is refused at once after a remembered refusal (no new ask, nothing posted),
 uses a grant, and shares a pending approval; a start is about the work without its type, and a
@@ -21,7 +21,7 @@ import pytest
 import rfc8785
 
 from bot.config import Config
-from bot.core import identity, rules
+from core.domain import identity, rules
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 from tests.fake_github import FakeGitHub
 from tests.test_github_e2e import app_env

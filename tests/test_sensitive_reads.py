@@ -30,7 +30,7 @@ from ask_api.tokens import TokenBook
 from bot.app import ASKS, create_app
 from bot.config import Config
 from bot.connections import GuardedSite, Limits, serve
-from bot.core.asks import Asks
+from core.app.asks import Asks
 from tests.conftest import (
     AGENT_HEADERS,
     AGENT_TOKEN,

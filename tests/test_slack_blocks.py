@@ -8,11 +8,11 @@ from typing import Any, cast
 import pytest
 
 from bot.config import Config
-from bot.core import rules
-from bot.core.asks import Asks
-from bot.core.responders import Responder
-from bot.core.surface import CLOSE, ESCALATE, POST
-from bot.core.types import AnswerResult
+from core.app.asks import Asks
+from core.app.ports import CLOSE, ESCALATE, POST
+from core.domain import rules
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult
 from handlers.slack import blocks, buttons, modals, replies, submitted, text
 from handlers.slack.plugin import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after

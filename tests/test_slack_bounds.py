@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import rules
+from core.domain import rules
 from handlers.slack import blocks, modals
 from store.models import AskRow
 from tests import builders

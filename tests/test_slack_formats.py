@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bot.core import formats
-from bot.core.forms import Misfit
+from core.domain import formats
+from core.domain.forms import Misfit
 from handlers.slack import blocks, buttons, media, modals, submitted
 from store.models import AskRow
 from tests import builders

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.core import rules
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
+from core.domain import rules
 from tests.conftest import AGENT_HEADERS, Aye, StartAye
 from tests.fake_slack import FakeSlack, block_problems
 from tests.test_slack_surface import (

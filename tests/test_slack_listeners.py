@@ -22,12 +22,13 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 import bot.surfaces  # noqa: F401  (registers the slack kind: responders and work parse)
-from bot.core import posts, rules
-from bot.core.asks import Asks
-from bot.core.config import Defaults, Gate
-from bot.core.gates import Gates
-from bot.core.responders import OPERATOR
-from bot.core.types import AgentInfo, NewAsk
+from core.app import posts
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.domain import rules
+from core.domain.policy import Defaults, Gate
+from core.domain.responders import OPERATOR
+from core.domain.types import AgentInfo, NewAsk
 from handlers.slack import actions, blocks, buttons, modals, replies, views
 from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings

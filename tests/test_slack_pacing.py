@@ -16,7 +16,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core.surface import RetryLater
+from core.app.ports import RetryLater
 from handlers.slack import pacing, surface
 from handlers.slack.pacing import Pace, Pacer
 from store.models import OutboxRow

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from bot.config import Config
-from bot.core import deadlines, rules
-from bot.core.clock import ManualClock
-from bot.core.surface import REMIND, AuthorUnknown
+from core.app import deadlines
+from core.app.ports import REMIND, AuthorUnknown
+from core.app.timing import ManualClock
+from core.domain import rules
 from handlers.slack import blocks, quorum
 from tests import builders
 from tests.conftest import AGENT_HEADERS, Aye, StartAye

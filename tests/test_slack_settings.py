@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.surface import SurfaceConfigError
+from core.app.ports import SurfaceConfigError
 from handlers.slack.plugin import read_settings
 
 

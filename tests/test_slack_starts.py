@@ -14,7 +14,7 @@ import pytest
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from handlers.slack import blocks, modals, starts
 from tests import builders
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import delete, update
 
 from bot.config import Config
-from bot.core.clock import ManualClock
 from bot.logs import KeyValueFormatter
+from core.app.timing import ManualClock
 from store.models import OutboxRow, PostRow
 from tests.conftest import AGENT_HEADERS, Aye, StartAye, eventually
 from tests.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack, SlackCall

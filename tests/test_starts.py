@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from ask_api.tokens import TokenBook
 from bot.config import Config
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import AGENT_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
 ISSUE = {"github": {"repo": "octo/app", "number": 7}}

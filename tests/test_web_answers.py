@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from tests.conftest import Aye
 from tests.test_web_harness import Forms, Operator, StartInbox, alert, inboxes
 from tests.test_web_pages import FORM_SCHEMA, GATES, call, history

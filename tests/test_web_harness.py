@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from ask_api.tokens import TokenBook
 from bot.app import create_app
 from bot.config import Config
-from bot.core.clock import Clock
+from core.app.timing import Clock
 from handlers.web import fields, views
 from handlers.web.failures import FAILURES_PER_MINUTE, SignInFailures, client_address
 from handlers.web.flash import Flash, Flashes

@@ -13,8 +13,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
 from bot.config import Config
-from bot.core.asks import Asks
-from bot.core.config import Defaults
+from core.app.asks import Asks
+from core.domain.policy import Defaults
 from handlers.web import setup
 from store.db import Store
 from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_TOKEN, Aye

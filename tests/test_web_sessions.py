@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 import ask_api.events
-from bot.core.clock import ManualClock
+from core.app.timing import ManualClock
 from handlers.web.failures import FAILURES_PER_MINUTE
 from handlers.web.sessions import SESSION_S
 from store.models import SessionRow

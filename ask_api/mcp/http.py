@@ -33,9 +33,9 @@ from ask_api.mcp.sent import AfterSent
 from ask_api.mcp.tools import AgentPort, Context, build_server
 from ask_api.routes import CALLER
 from ask_api.tokens import Caller, TokenBook
-from bot.core.asks import Asks
-from bot.core.gates import Gates
-from bot.core.types import AgentInfo
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.domain.types import AgentInfo
 
 AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
 # A JSON-RPC envelope around at most 64 KiB of arguments (the API's body limit, checked per call).

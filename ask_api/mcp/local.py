@@ -17,11 +17,11 @@ from ask_api.mcp.sent import AfterSent
 from ask_api.routes import decided
 from ask_api.schemas import AskBodyBase, CallBodyBase
 from ask_api.views import ask_view
-from bot.core import reads
-from bot.core.asks import Asks
-from bot.core.gates import Gates
-from bot.core.limits import Limited
-from bot.core.types import AgentInfo, CallDecision
+from core.app import reads
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.app.limits import Limited
+from core.domain.types import AgentInfo, CallDecision
 from store.models import AskRow
 
 
@@ -66,7 +66,7 @@ class LocalAgent:
         return ask
 
     async def _read(self, ask: AskRow) -> dict[str, Any]:
-        """The agent reads its ask, as GET /v1/asks/{id} does (bot.core.reads): recorded, and a
+        """The agent reads its ask, as GET /v1/asks/{id} does (core.app.reads): recorded, and a
         sensitive answer erased, once the tool's result carrying it has reached the client."""
         read = await reads.begin(self.asks, [ask])
         try:

@@ -17,8 +17,8 @@ from aiohttp import web
 
 from ask_api.schemas import SURROGATE
 from ask_api.tokens import Caller, TokenBook
-from bot.core.asks import Asks
-from bot.core.gates import Gates
+from core.app.asks import Asks
+from core.app.gating import Gates
 
 if TYPE_CHECKING:
     from ask_api.mcp.http import McpEndpoint

@@ -22,7 +22,7 @@ from ask_api.http import ApiError
 from ask_api.mcp import guide
 from ask_api.mcp.arguments import Arguments, body_of, checked, input_schema, validated, waiting_of
 from ask_api.schemas import AskBodyBase, CallBodyBase
-from bot.core.logs import emit
+from core.domain.logline import emit
 
 log = logging.getLogger("aye.mcp")
 

@@ -1,16 +1,17 @@
 """Turning an `/answer` someone wrote on GitHub into a decision on the right ask (which ask it
-means is the core's: bot.core.works)."""
+means is the core's: core.app.works)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.core import posts, rules, works
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.types import AlreadySeen, AnswerResult, FollowUp, Seen
+from core.app import posts, works
+from core.app.asks import Asks
+from core.domain import rules
+from core.domain.logline import emit
+from core.domain.responders import Responder
+from core.domain.types import AlreadySeen, AnswerResult, FollowUp, Seen
 
 from .events import Said
 from .parsing import Command, parse_command, reaction_for

@@ -15,8 +15,8 @@ import gidgethub
 from gidgethub import apps
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.core.clock import Clock
-from bot.core.logs import emit
+from core.app.timing import Clock
+from core.domain.logline import emit
 
 from .plugin import GitHubSettings
 

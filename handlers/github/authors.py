@@ -17,9 +17,9 @@ import aiohttp
 import cachetools
 import gidgethub
 
-from bot.core.clock import Clock
-from bot.core.logs import emit
-from bot.core.surface import AuthorUnknown, KindUnknown
+from core.app.ports import AuthorUnknown, KindUnknown
+from core.app.timing import Clock
+from core.domain.logline import emit
 
 from .auth import GitHubAuth, NotInstalled
 from .plugin import LOGIN, SURFACE

@@ -9,7 +9,7 @@ import math
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from bot.core import formats, forms, rules
+from core.domain import formats, forms, rules
 from store.models import AskRow
 
 from . import cut, inert

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import formats, identity, rules
-from bot.core.responders import Responder
+from core.domain import formats, identity, rules
+from core.domain.responders import Responder
 from store.models import AskRow
 
 from . import cut, guide, inert, starts
@@ -232,7 +232,7 @@ def closed_line(ask: AskRow) -> str:
 
 
 def shown_answer(ask: AskRow) -> str:
-    """The answer as people read it (bot.core.formats.plain): `red, blue`, `yes`, `ok`,
+    """The answer as people read it (core.domain.formats.plain): `red, blue`, `yes`, `ok`,
     `Region: eu, Nodes: 3`; a typed answer on one line, free text as it was written."""
     shown = formats.plain(ask, ask.answer_value) or ""
     if formats.format_of(ask) in (formats.TEXT, formats.CHOICE):

@@ -1,4 +1,4 @@
-"""An approval of a start (bot.core.starts) on its issue or pull request, in words: which agent
+"""An approval of a start (core.app.starts) on its issue or pull request, in words: which agent
 would start, with the title, links and trigger it gave, and how to approve or refuse it here
 (pure). Everything an agent wrote is inert (handlers.github.inert); each link is a plain link
 whose text is its own address, with its host shown, as the media of a question are."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from bot.core import rules
-from bot.core import starts as core_starts
-from bot.core.starts import is_start as is_start  # the surfaces ask it of this module
+from core.app import starts as core_starts
+from core.app.starts import is_start as is_start  # the surfaces ask it of this module
+from core.domain import rules
 from store.models import AskRow
 
 from . import cut

@@ -13,11 +13,9 @@ import gidgethub
 from aiohttp import web
 from gidgethub.aiohttp import GitHubAPI
 
-from bot.core import posts, rules
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.surface import (
+from core.app import posts
+from core.app.asks import Asks
+from core.app.ports import (
     CLOSE,
     POST,
     UPDATE,
@@ -27,7 +25,10 @@ from bot.core.surface import (
     RetryLater,
     SurfaceConfigError,
 )
-from bot.core.types import FollowUp
+from core.domain import rules
+from core.domain.logline import emit
+from core.domain.responders import Responder
+from core.domain.types import FollowUp
 from store.models import AskRow
 
 from .answering import AnswerDesk
@@ -128,7 +129,7 @@ class GitHubSurface:
             self._failed(exc, ask, action, repo, installation_id)
 
     async def author(self, work: dict[str, Any]) -> str | None:
-        """Who opened the work's issue or pull request (bot.core.surface.AuthorSource)."""
+        """Who opened the work's issue or pull request (core.app.ports.AuthorSource)."""
         where = github_work(work)
         if where is None:
             raise AuthorUnknown("the work is not a GitHub issue or pull request")
@@ -136,7 +137,7 @@ class GitHubSurface:
 
     async def work_kind(self, work: dict[str, Any]) -> str:
         """Whether the work is an issue or a pull request, as GitHub says, whatever `type` the
-        agent gave (bot.core.surface.KindSource)."""
+        agent gave (core.app.ports.KindSource)."""
         where = github_work(work)
         if where is None:
             raise KindUnknown("the work is not a GitHub issue or pull request")

@@ -11,8 +11,8 @@ import gidgethub
 from aiohttp import web
 from gidgethub import routing, sansio
 
-from bot.core.bodies import encoding_problem
-from bot.core.logs import emit
+from core.domain.bodies import encoding_problem
+from core.domain.logline import emit
 
 from . import comments, reviews
 from .answering import AnswerDesk

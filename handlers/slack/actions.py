@@ -16,8 +16,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import answering, formats, rules
-from bot.core.responders import Responder, admitted
+from core.domain import answering, formats, rules
+from core.domain.responders import Responder, admitted
 from handlers.slack import buttons, modals, replies
 from handlers.slack.answering import (
     answer_as,
@@ -84,7 +84,7 @@ async def press_option(
         await tell(client, where_pressed(body), body["user"]["id"], replies.STALE_BUTTON_REPLY)
         return
     # The option's text, not its number: with options like "1", "3", "5", the text "3"
-    # means the option "3" (see bot.core.formats.pick).
+    # means the option "3" (see core.domain.formats.pick).
     await _answer_pressed(ask, ask.options[number - 1], body, client, context)
 
 

@@ -15,12 +15,12 @@ from typing import Any
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import rules
-from bot.core.answering import NOT_A_RESPONDER
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.types import AnswerResult
+from core.app.asks import Asks
+from core.domain import rules
+from core.domain.answering import NOT_A_RESPONDER
+from core.domain.logline import emit
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult
 from handlers.slack import replies
 from handlers.slack.plugin import SURFACE
 from store.models import AskRow

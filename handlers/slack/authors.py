@@ -13,8 +13,8 @@ import cachetools
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core.logs import emit
-from bot.core.surface import AuthorUnknown
+from core.app.ports import AuthorUnknown
+from core.domain.logline import emit
 from handlers.slack.errors import slack_error
 from handlers.slack.plugin import SURFACE
 from handlers.slack.posts import work_thread

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.core import formats, identity, rules
+from core.domain import formats, identity, rules
 from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import buttons
 from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core import formats, rules
+from core.domain import formats, rules
 from handlers.slack.text import clip
 from store.models import AskRow
 

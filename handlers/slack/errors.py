@@ -10,7 +10,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core.logs import emit
+from core.domain.logline import emit
 from handlers import retry
 from handlers.slack import replies
 from handlers.slack.answering import tell, where_pressed

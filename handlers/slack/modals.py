@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from bot.core import formats, forms, rules
+from core.domain import formats, forms, rules
 from handlers.slack import starts
 from handlers.slack.text import clip, fit
 from store.models import AskRow

@@ -46,8 +46,8 @@ from typing import TypeVar
 
 from slack_sdk.errors import SlackApiError
 
-from bot.core.clock import wait_event
-from bot.core.surface import RetryLater
+from core.app.ports import RetryLater
+from core.app.timing import wait_event
 from handlers.slack.errors import retry_after
 
 T = TypeVar("T")

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from bot.core.asks import Asks
-from bot.core.kinds import SurfaceKind
-from bot.core.surface import Surface, SurfaceConfigError, SurfacePlugin
+from core.app.asks import Asks
+from core.app.ports import Surface, SurfaceConfigError, SurfacePlugin
+from core.domain.kinds import SurfaceKind
 from handlers.env import get
 
 SURFACE = "slack"

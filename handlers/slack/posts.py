@@ -15,9 +15,10 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import posts, rules
-from bot.core.asks import Asks
-from bot.core.logs import emit
+from core.app import posts
+from core.app.asks import Asks
+from core.domain import rules
+from core.domain.logline import emit
 from handlers.slack import blocks, media
 from handlers.slack.answering import Where
 from handlers.slack.errors import slack_error

@@ -3,7 +3,7 @@ and whom a reminder names. Pure, no I/O."""
 
 from __future__ import annotations
 
-from bot.core import rules
+from core.domain import rules
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import people, person
 from store.models import AskRow

@@ -7,8 +7,8 @@ as people read it (formats.plain: `web, cache`, `yes`), never as the JSON the st
 
 from __future__ import annotations
 
-from bot.core import formats, rules
-from bot.core.types import AnswerResult
+from core.domain import formats, rules
+from core.domain.types import AnswerResult
 from handlers.slack import quorum, starts
 from handlers.slack.text import fit
 from store.models import AskRow

@@ -1,4 +1,4 @@
-"""An approval of a start (bot.core.starts) in words: which agent would start on which work, and
+"""An approval of a start (core.app.starts) in words: which agent would start on which work, and
 the title, links and trigger it gave, instead of an operation and its JSON. Pure, no I/O.
 
 Everything here but aye's own words is the agent's: escaped (text.fit), and each link made a
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core import rules
-from bot.core import starts as core_starts
-from bot.core.starts import is_start as is_start  # the surfaces ask it of this module
+from core.app import starts as core_starts
+from core.app.starts import is_start as is_start  # the surfaces ask it of this module
+from core.domain import rules
 from handlers.slack import media, quorum
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import cut_escaped, fit, person, slack_date

@@ -12,8 +12,8 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from bot.core import formats, forms
-from bot.core.forms import Misfit
+from core.domain import formats, forms
+from core.domain.forms import Misfit
 from handlers.slack import modals
 from handlers.slack.replies import EMPTY_ANSWER_ERROR
 from store.models import AskRow

@@ -29,10 +29,10 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.surface import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
+from core.app.asks import Asks
+from core.app.ports import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
+from core.domain.logline import emit
+from core.domain.responders import Responder
 from handlers.slack import actions, errors, pacing, views
 from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.authors import ThreadAuthors
@@ -68,7 +68,7 @@ REFUSED_RETRY_S = 300.0
 # and a quorum's count update one (chat.update), which is not.
 PACED = frozenset({POST, ESCALATE, REMIND})
 
-# Slack errors that no retry can mend: the row becomes a dead letter (see bot.core.surface).
+# Slack errors that no retry can mend: the row becomes a dead letter (see core.app.ports).
 PERMANENT = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "invalid_blocks", "msg_too_long",
     "missing_scope", "no_permission", "restricted_action", "invalid_metadata_format",
@@ -154,7 +154,7 @@ class SlackSurface:
         return any(name.partition(":")[0] == SURFACE for name in names)
 
     async def author(self, work: dict[str, Any]) -> str | None:
-        """Who opened a Slack thread (see bot.core.surface.AuthorSource): its first message's
+        """Who opened a Slack thread (see core.app.ports.AuthorSource): its first message's
         author, read from Slack; AuthorUnknown when Slack cannot say."""
         return await self._authors.author(self._posts.client if self._posts else None, work)
 

@@ -20,9 +20,10 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.core import formats, posts, rules
-from bot.core.forms import Misfit
-from bot.core.logs import emit
+from core.app import posts
+from core.domain import formats, rules
+from core.domain.forms import Misfit
+from core.domain.logline import emit
 from handlers.slack import buttons, modals, replies, submitted
 from handlers.slack.answering import (
     answer_as,

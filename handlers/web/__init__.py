@@ -17,8 +17,8 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from bot.core.asks import Asks
-from bot.core.responders import OPERATOR
+from core.app.asks import Asks
+from core.domain.responders import OPERATOR
 from handlers.web.failures import SignInFailures
 from handlers.web.flash import Flashes
 from handlers.web.guard import SESSION, WEB, events_session, guard

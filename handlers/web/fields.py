@@ -15,7 +15,7 @@ from typing import Any
 
 from multidict import MultiDictProxy
 
-from bot.core import forms
+from core.domain import forms
 
 STRING_WIDGETS = {"email": "email", "uri": "url", "date": "date"}
 FIELD_PREFIX = "f."  # a form field's input is named by its position: names may hold anything

@@ -12,11 +12,11 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from bot.core import formats, rules
-from bot.core.answering import NOT_A_RESPONDER
-from bot.core.asks import Asks
-from bot.core.responders import OPERATOR
-from bot.core.types import AnswerResult
+from core.app.asks import Asks
+from core.domain import formats, rules
+from core.domain.answering import NOT_A_RESPONDER
+from core.domain.responders import OPERATOR
+from core.domain.types import AnswerResult
 from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.core.asks import Asks
-from bot.core.config import Defaults, Gate
-from bot.core.gates import Gates
-from bot.core.responders import OPERATOR
-from bot.core.types import AgentInfo, NewAsk
+from core.app.asks import Asks
+from core.app.gating import Gates
+from core.domain.policy import Defaults, Gate
+from core.domain.responders import OPERATOR
+from core.domain.types import AgentInfo, NewAsk
 from handlers.web import setup
 from store.db import Store
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.core import answering, external, formats, rules
-from bot.core.responders import OPERATOR, admitted
+from core.app import external
+from core.domain import answering, formats, rules
+from core.domain.responders import OPERATOR, admitted
 from handlers.web.fields import form_fields
 from store.models import AskRow
 
@@ -22,7 +23,7 @@ from store.models import AskRow
 LIST_INPUT_LIMIT = 2000
 APPROVAL_CONTROL = "approval"
 KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
-# An external ask's ticket state (bot.core.external.ticket_state) in words; never the ticket.
+# An external ask's ticket state (core.app.external.ticket_state) in words; never the ticket.
 TICKET_WORDS = {
     external.WAITING: "Waiting: its door is open for the outside system's answer",
     external.USED: "Used: the outside system answered through it",
@@ -50,7 +51,7 @@ class Media:
 class ShownInput:
     text: str
     whole: bool
-    input_sha256: str  # of the canonical input, whatever text is shown (bot.core.identity)
+    input_sha256: str  # of the canonical input, whatever text is shown (core.domain.identity)
     size: int
 
 
@@ -75,7 +76,7 @@ class Card:
     closed: Moment | None = None
     operation: str | None = None
     input: ShownInput | None = None
-    call_sha256: str | None = None  # an approval's call identity (bot.core.identity)
+    call_sha256: str | None = None  # an approval's call identity (core.domain.identity)
     media: list[Media] = field(default_factory=list)
     pick: tuple[int, int] | None = None
     fields: list[Any] = field(default_factory=list)

@@ -5,7 +5,7 @@ Revises: 0003
 Create Date: 2026-11-30
 
 Asks made before this revision have no format: a choice when they have options, text when not
-(bot.core.formats.format_of), which is what they were.
+(core.domain.formats.format_of), which is what they were.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Revises: 0004
 Create Date: 2026-11-30
 
 `approvals_needed` and `approvers` count a quorum on the ask's own row, so that the row's lock
-decides a race between two approvals (bot.core.asks); `self_check` marks an approval its
+decides a race between two approvals (core.app.asks); `self_check` marks an approval its
 work's author may not give; `remind_at`/`reminded_at` fire one reminder, as deadlines fire.
 """
 

@@ -1,16 +1,16 @@
 """An answer given on a work (a GitHub issue, a Slack thread) rather than on one ask: find the
-ask it means (bot.core.answering.choose), then answer or refuse it. Shared by every surface
+ask it means (core.domain.answering.choose), then answer or refuse it. Shared by every surface
 where people answer in a conversation."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core import answering, rules
-from bot.core.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Reply, Target
-from bot.core.asks import Asks
-from bot.core.responders import Responder
-from bot.core.types import AnswerResult, FollowUp, Seen
+from core.app.asks import Asks
+from core.domain import answering, rules
+from core.domain.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Reply, Target
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult, FollowUp, Seen
 from store.models import AskRow
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core import rules
-from bot.core.asks import Asks
-from bot.core.logs import emit
+from core.app.asks import Asks
+from core.domain import rules
+from core.domain.logline import emit
 from store import asks as q
 from store import outbox, posts
 from store.models import AskRow

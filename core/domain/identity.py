@@ -33,7 +33,7 @@ from typing import Any
 
 import rfc8785
 
-from bot.core import kinds
+from core.domain import kinds
 
 # RFC 8785's (and I-JSON's) exact integers: a double holds every integer up to this.
 SAFE_INTEGER = 2**53 - 1
@@ -129,7 +129,7 @@ def work_key(work: Mapping[str, Any] | None) -> str | None:
 
 def work_kind(work: Mapping[str, Any] | None) -> str | None:
     """The kind of work (`github.issue`, `github.pull`, `slack.thread`) as the work says it:
-    for GitHub the agent's `type`, which only GitHub itself can confirm (bot.core.starts)."""
+    for GitHub the agent's `type`, which only GitHub itself can confirm (core.app.starts)."""
     for name, value in (work or {}).items():
         kind = kinds.known(name)
         if kind is not None and kind.work_kind is not None and isinstance(value, Mapping):

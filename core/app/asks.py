@@ -1,9 +1,9 @@
 """Asks: create, read, wait, answer, withdraw. What is decided is decided in
-bot.core.answering; here it is written, with one conditional write per decision (its row
+core.domain.answering; here it is written, with one conditional write per decision (its row
 count says who won), never a Python lock, so it holds across processes.
 
 The core knows no surface: it writes outbox rows in the same transaction as each change, for
-each surface that wants it (bot.core.surface), and wakes parked agents after the commit.
+each surface that wants it (core.app.ports), and wakes parked agents after the commit.
 """
 
 from __future__ import annotations
@@ -15,16 +15,18 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from bot.core import answering, approvals, events, external, limits, reads, rules, waiting
-from bot.core.batch import Batcher
-from bot.core.clock import Clock
-from bot.core.config import Defaults
-from bot.core.forms import Misfit
-from bot.core.logs import emit
-from bot.core.responders import OPERATOR, Responder
-from bot.core.surface import CLOSE, POST, Surface
-from bot.core.tally import Tally
-from bot.core.types import (
+from core.app import approvals, events, external, limits, reads, waiting
+from core.app.batch import Batcher
+from core.app.ports import CLOSE, POST, Surface
+from core.app.tally import Tally
+from core.app.timing import Clock
+from core.app.waiters import Waiters
+from core.domain import answering, rules
+from core.domain.forms import Misfit
+from core.domain.logline import emit
+from core.domain.policy import Defaults
+from core.domain.responders import OPERATOR, Responder
+from core.domain.types import (
     AgentInfo,
     AlreadySeen,
     AnswerResult,
@@ -34,7 +36,6 @@ from bot.core.types import (
     NoReachableResponder,
     Seen,
 )
-from bot.core.waiters import Waiters
 from store import asks as q
 from store import outbox, posts
 from store.db import Conn, Duplicate, Store
@@ -145,11 +146,11 @@ class Asks:
         return parked + self.events.close()
 
     async def mark_read(self, ask: AskRow) -> bool:
-        """The agent has seen its closed ask (see bot.core.reads.mark_read)."""
+        """The agent has seen its closed ask (see core.app.reads.mark_read)."""
         return await reads.mark_read(self, ask)
 
     def read_later(self, ask: AskRow) -> None:
-        """Record the agent's read after its response (see bot.core.reads.read_later)."""
+        """Record the agent's read after its response (see core.app.reads.read_later)."""
         reads.read_later(self, ask, self._background)
 
     # -- creating ------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class Asks:
         counted: bool = False,
     ) -> AskRow:
         """A new ask, its `created` entry and its posts, in one transaction (shared with the
-        asks made at the same time: bot/core/batch.py). With `agent`, its limits are checked in
+        asks made at the same time: core/app/batch.py). With `agent`, its limits are checked in
         that transaction (limits.Limited, nothing written): room for one more open ask, and
         unless `counted` already, one more hit this minute."""
         return await self.batcher.insert(values, detail, agent, counted)
@@ -239,7 +240,7 @@ class Asks:
         seen: Seen | None = None, extra: dict[str, Any] | None = None,
     ) -> AnswerResult:
         """Take `given` (a surface's text, the API's JSON) from `person` as the answer, or
-        refuse it and record who, what and why (see bot.core.answering.judge); the store
+        refuse it and record who, what and why (see core.domain.answering.judge); the store
         decides a race between two answers. With `seen`, AlreadySeen when that event was acted
         on before (nothing is recorded then). `extra`: more columns the winning write sets."""
         now = self.clock.now()

@@ -1,5 +1,5 @@
 """Parking: an agent waits on one ask, or on several (all of them closed, or any), woken by
-the change itself (bot/core/waiters.py), never by polling the store. A wake-up that is not a
+the change itself (core/app/waiters.py), never by polling the store. A wake-up that is not a
 close (another process's NOTIFY of an escalation) only makes it look again."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from bot.core import rules
+from core.domain import rules
 from store import asks as q
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 MAX_ASKS = 100
 

@@ -3,9 +3,9 @@
 The core never calls a surface's service. When something a surface must show happens (an ask
 was created, closed or escalated), the core writes an outbox row for each surface that wants
 it, in the same transaction as the change; the delivery loop later hands the row to
-`Surface.deliver`. Surfaces answer asks through the core (bot.core.asks.Asks.answer).
+`Surface.deliver`. Surfaces answer asks through the core (core.app.asks.Asks.answer).
 
-A surface plugs in with a SurfacePlugin: its kind (bot.core.kinds), how it reads its settings
+A surface plugs in with a SurfacePlugin: its kind (core.domain.kinds), how it reads its settings
 from the environment, its start-up line, and how it is built. The process lists its plug-ins
 in one place (bot/surfaces.py); the core names none of them.
 """
@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from bot.core.kinds import SurfaceKind
-from bot.core.responders import Responder
+from core.domain.kinds import SurfaceKind
+from core.domain.responders import Responder
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 # What a surface may be asked to show.
 POST = "post"  # a new ask: show it where its people are
@@ -68,7 +68,7 @@ class AuthorSource(Protocol):
 
 class KindUnknown(Exception):
     """What kind a work is (an issue or a pull request) could not be read from its surface: a
-    start is then gated as any kind of that surface's work could be (bot.core.starts)."""
+    start is then gated as any kind of that surface's work could be (core.app.starts)."""
 
 
 class KindSource(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from bot.core.types import AgentInfo
+from core.domain.types import AgentInfo
 from store import rates
 from store.db import Conn
 

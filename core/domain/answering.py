@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core import formats, rules
-from bot.core.forms import Misfit
-from bot.core.responders import Responder, admitted
+from core.domain import formats, rules
+from core.domain.forms import Misfit
+from core.domain.responders import Responder, admitted
 from store.models import AskRow
 
 # An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
@@ -23,7 +23,7 @@ SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
 class Taken:
     """The answer fits: what to store."""
 
-    value: str  # as stored (bot.core.formats.Fit.stored)
+    value: str  # as stored (core.domain.formats.Fit.stored)
     option: int | None
     outcome: str | None  # approved / approval_refused for an approval
 

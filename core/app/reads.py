@@ -24,13 +24,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core import rules
-from bot.core.logs import emit
+from core.domain import rules
+from core.domain.logline import emit
 from store import asks as q
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 log = logging.getLogger("aye.asks")
 

@@ -12,10 +12,10 @@ import string
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-# A work's key and kind are its identity's (bot.core.identity); every module reads them here.
-from bot.core import identity
-from bot.core.identity import work_key as work_key
-from bot.core.identity import work_kind as work_kind
+# A work's key and kind are its identity's (core.domain.identity); every module reads them here.
+from core.domain import identity
+from core.domain.identity import work_key as work_key
+from core.domain.identity import work_kind as work_kind
 
 QUESTION = "question"
 APPROVAL = "approval"
@@ -99,7 +99,7 @@ def parse_ref(text: str) -> tuple[str, int] | None:
 def canonical_json(value: Any) -> str:
     """Key order and whitespace do not matter: the same data gives the same text. For a
     question's body and an answer's text only: a call's identity, and the input an approval
-    shows, are bot.core.identity's."""
+    shows, are core.domain.identity's."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -107,7 +107,7 @@ def canonical_json(value: Any) -> str:
 class ShownInput:
     """An approval's input as a surface can show it: `text` (its canonical form, at most the
     surface's limit), whether that is all of it, and `sha256`, the input's `input_sha256`
-    (bot.core.identity: the SHA-256 of exactly that canonical text), which every surface
+    (core.domain.identity: the SHA-256 of exactly that canonical text), which every surface
     shows by that name, with where to read the input whole (`aye show REF`) when it cuts."""
 
     text: str

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from bot.core.clock import Clock, wait_event
+from core.app.timing import Clock, wait_event
 from store import events as q
 from store.db import Conn, Store
 from store.models import AskRow

@@ -1,7 +1,7 @@
 """An external ask's schema and payload: any JSON Schema (draft 2020-12) the agent pins, written
 out whole (no `$ref`: a reference could point off the machine, or make validating a payload
 cost exponential time) and bound to its request (a required property fixed with `const`); and
-the outside system's JSON checked against it with bounded patterns (bot/core/validating.py).
+the outside system's JSON checked against it with bounded patterns (core/domain/validating.py).
 Pure: no I/O.
 
 Where a payload does not fit, the words say which part and why, never the pinned value: the
@@ -15,8 +15,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
-from bot.core import validating
-from bot.core.forms import FORMAT_CHECKER, TYPE_WORDS, Misfit, SchemaProblem
+from core.domain import validating
+from core.domain.forms import FORMAT_CHECKER, TYPE_WORDS, Misfit, SchemaProblem
 
 ROOT = "payload"
 

@@ -7,16 +7,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from bot.core import answering, events, rules
-from bot.core.logs import emit
-from bot.core.responders import Responder, admitted
-from bot.core.surface import UPDATE, AuthorUnknown
-from bot.core.types import AnswerResult, FollowUp, Seen
+from core.app import events
+from core.app.ports import UPDATE, AuthorUnknown
+from core.domain import answering, rules
+from core.domain.logline import emit
+from core.domain.responders import Responder, admitted
+from core.domain.types import AnswerResult, FollowUp, Seen
 from store import asks as q
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 log = logging.getLogger("aye.asks")
 ALREADY_APPROVED, SELF_APPROVAL, AUTHOR_UNKNOWN = "already_approved", "self_approval", "author_unknown"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.core import kinds
-from bot.core.kinds import OPERATOR_ID, OPERATOR_KIND
+from core.domain import kinds
+from core.domain.kinds import OPERATOR_ID, OPERATOR_KIND
 
 
 @dataclass(frozen=True, slots=True)

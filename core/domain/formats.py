@@ -3,7 +3,7 @@
 `fit(ask, given)` reads what a person gave (a string from a surface, or JSON from the API) as
 the answer to an ask of its format, or raises Misfit naming the failing part (`answer.count`)
 and why, in words a person reads. A form's answer is checked by jsonschema against the ask's
-schema (bot/core/forms.py checks that schema when the ask is made). Pure: no I/O here.
+schema (core/domain/forms.py checks that schema when the ask is made). Pure: no I/O here.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core import forms, payloads
-from bot.core.forms import Misfit
+from core.domain import forms, payloads
+from core.domain.forms import Misfit
 
 TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM = "text", "choice", "multi", "confirm", "ack", "form"
-# Answered by an outside system through its signed door (bot/core/external.py), not a person.
+# Answered by an outside system through its signed door (core/app/external.py), not a person.
 EXTERNAL = "external"
 FORMATS = (TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM, EXTERNAL)
 # Stored as JSON in answer_value: the agent reads a list, a bool, an object or any JSON.

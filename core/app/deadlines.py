@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 
-from bot.core import events, rules
-from bot.core.asks import Asks
-from bot.core.logs import emit
-from bot.core.surface import ESCALATE, REMIND
+from core.app import events
+from core.app.asks import Asks
+from core.app.ports import ESCALATE, REMIND
+from core.domain import rules
+from core.domain.logline import emit
 from store import asks as q
 from store.models import AskRow
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
-from bot.core import validating
+from core.domain import validating
 
 MAX_FIELDS = 10
 MAX_ENUM = 20

@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core import identity, rules
-from bot.core.asks import Asks
-from bot.core.config import START, Gate, any_kind_gate_for, start_gate_for
-from bot.core.gates import ALLOW, PENDING, REFUSE, Gates, approval_values, named_hashes
-from bot.core.logs import emit
-from bot.core.surface import KindUnknown
-from bot.core.types import AgentInfo, CallDecision
+from core.app.asks import Asks
+from core.app.gating import ALLOW, PENDING, REFUSE, Gates, approval_values, named_hashes
+from core.app.ports import KindUnknown
+from core.domain import identity, rules
+from core.domain.logline import emit
+from core.domain.policy import START, Gate, any_kind_gate_for, start_gate_for
+from core.domain.types import AgentInfo, CallDecision
 from store import asks as q
 from store.db import Duplicate
 from store.models import AskRow
@@ -29,7 +29,7 @@ async def start(
     """The decision on `agent` starting on `work`; `what` (title, links, trigger) is what the
     approval shows. What an earlier start of this work decided comes first, whatever kind the
     work is said to be now: a refused work stays refused when a later start claims another
-    `type` (the start's identity is the work without its kind: bot.core.identity)."""
+    `type` (the start's identity is the work without its kind: core.domain.identity)."""
     start_hash = identity.start_sha256(agent.name, work)
     async with gates.asks.store.read() as conn:
         latest = await q.latest_call(conn, start_hash)
@@ -66,7 +66,7 @@ async def start_gate(gates: Gates, agent: str, work: dict[str, Any]) -> Gate | N
 
 
 async def kind_of(asks: Asks, work: dict[str, Any]) -> str:
-    """The work's kind as its surface reads it (bot.core.surface.KindSource); KindUnknown when
+    """The work's kind as its surface reads it (core.app.ports.KindSource); KindUnknown when
     that surface is off, cannot tell kinds apart, or cannot read it now."""
     name = identity.work_surface(work)
     source = getattr(asks.surfaces.get(name or ""), "work_kind", None)

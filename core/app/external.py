@@ -16,16 +16,16 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.core import rules
-from bot.core.kinds import EXTERNAL_KIND
-from bot.core.logs import emit
-from bot.core.responders import Responder
-from bot.core.types import AnswerResult
+from core.domain import rules
+from core.domain.kinds import EXTERNAL_KIND
+from core.domain.logline import emit
+from core.domain.responders import Responder
+from core.domain.types import AnswerResult
 from store import asks as q
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 log = logging.getLogger("aye.external")
 TICKET_BYTES = 24

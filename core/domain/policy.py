@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from bot.core.kinds import EXTERNAL_KIND
-from bot.core.responders import Responder
+from core.domain.kinds import EXTERNAL_KIND
+from core.domain.responders import Responder
 
 DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 HOUR = 3600.0
@@ -122,7 +122,7 @@ class Gate(Strict):
     responders: list[ResponderField] | None = Field(default=None, min_length=1)
     timeout: Duration = DEFAULT_TIMEOUT_S
     escalate: Escalation | None = None
-    # Approval policy (see bot.core.gates): distinct approvers needed; whether the work's
+    # Approval policy (see core.app.gating): distinct approvers needed; whether the work's
     # author may approve; how long a refusal answers an identical call (None: the timeout);
     # when to remind the Slack responders of an approval still open.
     approvals: int = Field(default=1, ge=1, le=5)

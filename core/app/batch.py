@@ -18,16 +18,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.core import events, limits
-from bot.core.surface import POST
-from bot.core.types import AgentInfo
+from core.app import events, limits
+from core.app.ports import POST
+from core.domain.types import AgentInfo
 from store import asks as q
 from store import events as event_rows
 from store import outbox
 from store.models import AskRow
 
 if TYPE_CHECKING:
-    from bot.core.asks import Asks
+    from core.app.asks import Asks
 
 log = logging.getLogger("aye.asks")
 MAX_BATCH = 64

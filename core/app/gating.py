@@ -1,5 +1,5 @@
 """Approval gates: which gate an operation meets, and the `/v1/calls` decision. An approval
-lets that exact call (agent, operation, input, work: bot.core.identity) through once, decided
+lets that exact call (agent, operation, input, work: core.domain.identity) through once, decided
 by the database."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core import identity, rules
-from bot.core.asks import Asks, new_ask_values
-from bot.core.config import Gate, gate_for
-from bot.core.logs import emit
-from bot.core.types import AgentInfo, CallDecision
+from core.app.asks import Asks, new_ask_values
+from core.domain import identity, rules
+from core.domain.logline import emit
+from core.domain.policy import Gate, gate_for
+from core.domain.types import AgentInfo, CallDecision
 from store import asks as q
 from store.db import Duplicate
 from store.models import AskRow

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.core.callback_urls import BadUrl, match
-from bot.core.forms import Misfit
-from bot.core.responders import Responder
+from core.domain.callback_urls import BadUrl, match
+from core.domain.forms import Misfit
+from core.domain.responders import Responder
 from store.models import AskRow
 
 
@@ -39,7 +39,7 @@ class AgentInfo:
     # Where its callbacks may go (URL prefixes), and whether it has a secret to sign them.
     callback_urls: tuple[str, ...] = ()
     signs_callbacks: bool = False
-    # Limits (bot/core/limits.py): open asks at once, and asks, calls and starts a minute.
+    # Limits (core/app/limits.py): open asks at once, and asks, calls and starts a minute.
     max_open: int = 500
     asks_per_minute: int = 120
     # The verifiers its external asks may name (the operator's [[agents]] verifiers).
@@ -49,7 +49,7 @@ class AgentInfo:
         return self.callback_refusal(url) is None
 
     def callback_refusal(self, url: str) -> str | None:
-        """Why a callback may not go to `url` (bot/core/callback_urls.py), or None."""
+        """Why a callback may not go to `url` (core/domain/callback_urls.py), or None."""
         if not self.signs_callbacks:
             return "this agent has no callback_secret_env"
         try:
@@ -70,7 +70,7 @@ class NewAsk:
     key: str | None = None
     sensitive: bool = False
     body: dict[str, Any] = field(default_factory=dict)  # the request as sent, for `key` checks
-    format: str | None = None  # bot.core.formats; None: choice with options, text without
+    format: str | None = None  # core.domain.formats; None: choice with options, text without
     form_schema: dict[str, Any] | None = None
     pick_min: int | None = None
     pick_max: int | None = None

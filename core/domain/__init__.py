@@ -1,0 +1,1 @@
+"""The domain: pure decisions, no I/O (rules, answering, formats, identity, policy)."""
