@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, select, text, update
@@ -128,11 +129,11 @@ async def histories(conn: Conn, seqs: list[int]) -> dict[int, list[dict[str, Any
 # -- writing --------------------------------------------------------------------------------
 
 
-async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
+async def insert(conn: Conn, values: Mapping[str, Any]) -> AskRow:
     """The new row; Duplicate when a unique index refuses it (the same agent's key, or an
     identical pending call)."""
     try:
-        result = await conn.execute(ASK_INSERT, values)
+        result = await conn.execute(ASK_INSERT, dict(values))
     except IntegrityError as exc:
         raise Duplicate from exc
     key = result.inserted_primary_key
@@ -140,7 +141,7 @@ async def insert(conn: Conn, values: dict[str, Any]) -> AskRow:
     return AskRow.model_construct(**{**DEFAULTS, **values, "seq": int(key[0])})
 
 
-async def insert_many(conn: Conn, many: list[dict[str, Any]]) -> list[AskRow]:
+async def insert_many(conn: Conn, many: Sequence[Mapping[str, Any]]) -> list[AskRow]:
     """New rows in one statement (an executemany the driver batches), in the given order;
     Duplicate when a unique index refuses any of them (then none is kept: the transaction is
     the caller's to roll back)."""

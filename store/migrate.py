@@ -9,7 +9,7 @@ no alembic_version) has revision 0001's schema exactly: it is stamped 0001, then
 A new revision, after changing store/models.py: `alembic.command.revision(migrate.config(conn),
 "what changed", rev_id="0003", autogenerate=True)` with `conn` a Connection to a store at head
 (or without autogenerate and no connection, for an empty file), then read it and make it right
-on both dialects. tests/test_migrations.py fails while models and migrations disagree.
+on both dialects. tests/middle/test_migrations.py fails while models and migrations disagree.
 """
 
 from __future__ import annotations

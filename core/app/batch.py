@@ -16,30 +16,24 @@ import contextlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from core.app import events, limits
-from core.app.ports import POST
+from core.app import counting
+from core.app.change import Changes
+from core.app.ports import StoreClosing
+from core.domain.ask import AskValues
+from core.domain.limits import WINDOW_S
 from core.domain.types import AgentInfo
-from store import asks as q
-from store import events as event_rows
-from store import outbox
+from store.db import Store
 from store.models import AskRow
-
-if TYPE_CHECKING:
-    from core.app.asks import Asks
 
 log = logging.getLogger("aye.asks")
 MAX_BATCH = 64
 
 
-class StoreClosing(Exception):
-    """A create that came after the process began to stop."""
-
-
 @dataclass(slots=True)
 class Pending:
-    values: dict[str, Any]
+    values: AskValues
     detail: dict[str, Any]
     agent: AgentInfo | None
     counted: bool
@@ -47,8 +41,8 @@ class Pending:
 
 
 class Batcher:
-    def __init__(self, asks: Asks) -> None:
-        self.asks = asks
+    def __init__(self, store: Store, change: Changes) -> None:
+        self.store, self.change = store, change
         self._queue: list[Pending] = []
         self._task: asyncio.Task[None] | None = None
         self.closed = False
@@ -62,9 +56,12 @@ class Batcher:
                 await asyncio.wait_for(asyncio.shield(self._task), within)
 
     async def insert(
-        self, values: dict[str, Any], detail: dict[str, Any], agent: AgentInfo | None,
+        self, values: AskValues, detail: dict[str, Any], agent: AgentInfo | None,
         counted: bool,
     ) -> AskRow:
+        """A new ask, its `created` entry and its posts, committed with the asks made at the
+        same time. With `agent`, its limits are checked in that transaction (Limited, nothing
+        written): room for one more open ask, and unless `counted` already, one more hit."""
         done: asyncio.Future[AskRow] = asyncio.get_running_loop().create_future()
         done.add_done_callback(_retrieved)  # a caller that went away leaves no warning behind
         self._queue.append(Pending(values, detail, agent, counted, done))
@@ -80,27 +77,44 @@ class Batcher:
             batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
             if len(batch) > 1:
                 try:
-                    made = await write(self.asks, batch)
+                    made = await self._write(batch)
                 except Exception as exc:  # each on its own below, with the answer it would get alone
                     log.info("a batch of %d creates fell back to one by one: %s", len(batch),
                              exc.__class__.__name__)
                 else:
-                    for pending, (ask, wrote) in zip(batch, made, strict=True):
-                        try:
-                            self.asks.after_insert(ask, wrote)
-                        except Exception:  # committed: the caller gets its ask whatever this says
-                            log.exception("after a create ask=%s", ask.id)
+                    for pending, ask in zip(batch, made, strict=True):
                         _settle(pending, ask)
                     continue
             for pending in batch:
                 try:
-                    ask = await self.asks.insert_one(
-                        pending.values, pending.detail, pending.agent, pending.counted
-                    )
+                    ask = await self._write_one(pending)
                 except Exception as exc:
                     _settle(pending, exc)
                 else:
                     _settle(pending, ask)
+
+    async def _write_one(self, pending: Pending) -> AskRow:
+        async with self.change() as ch:
+            return await ch.insert(pending.values, pending.detail, pending.agent, pending.counted)
+
+    async def _write(self, batch: list[Pending]) -> list[AskRow]:
+        """The batch's asks, their `created` entries, posts and events in one change. Limited
+        or Duplicate fail the whole."""
+        postgres = self.store.is_postgres
+        # Per agent and minute (each ask counts in the minute it was made), in one order in
+        # every process, so that two batches locking the same agents' counters cannot deadlock.
+        by_agent: dict[tuple[str, int], list[Pending]] = defaultdict(list)
+        for pending in batch:
+            minute = int(pending.values["created_at"] // WINDOW_S)
+            by_agent[(pending.values["agent"], minute)].append(pending)
+        async with self.change() as ch:
+            for (name, _), mine in sorted(by_agent.items(), key=lambda item: item[0]):
+                hits = sum(1 for p in mine if p.agent is not None and not p.counted)
+                info = next((p.agent for p in mine if p.agent is not None), None)
+                at = max(p.values["created_at"] for p in mine)
+                await counting.counted_and_opened(ch.conn, name, info, at, hits, len(mine), postgres)
+            made = await ch.insert_many([p.values for p in batch], [p.detail for p in batch])
+        return [ask for ask, _ in made]
 
 
 def _retrieved(done: asyncio.Future[AskRow]) -> None:
@@ -115,35 +129,3 @@ def _settle(pending: Pending, outcome: AskRow | Exception) -> None:
         pending.done.set_exception(outcome)
     else:
         pending.done.set_result(outcome)
-
-
-async def write(asks: Asks, batch: list[Pending]) -> list[tuple[AskRow, bool]]:
-    """The batch's asks, their `created` entries, posts and events in one transaction; for
-    each, the ask and whether it wrote outbox rows. Limited or Duplicate fail the whole."""
-    postgres = asks.store.is_postgres
-    # Per agent and minute (each ask counts in the minute it was made), in one order in every
-    # process, so that two batches locking the same agents' counters cannot deadlock.
-    by_agent: dict[tuple[str, int], list[Pending]] = defaultdict(list)
-    for pending in batch:
-        minute = int(pending.values["created_at"] // limits.WINDOW_S)
-        by_agent[(pending.values["agent"], minute)].append(pending)
-    async with asks.store.write() as conn:
-        for (name, _), mine in sorted(by_agent.items(), key=lambda item: item[0]):
-            hits = sum(1 for p in mine if p.agent is not None and not p.counted)
-            info = next((p.agent for p in mine if p.agent is not None), None)
-            at = max(p.values["created_at"] for p in mine)
-            await limits.counted_and_opened(conn, name, info, at, hits, len(mine), postgres)
-        made = await q.insert_many(conn, [p.values for p in batch])
-        await q.add_histories(conn, [
-            {"ask_seq": ask.seq, "at": ask.created_at, "event": "created", "detail": p.detail}
-            for p, ask in zip(batch, made, strict=True)
-        ])
-        posts = [asks.outbox_rows(ask, POST) for ask in made]
-        await outbox.add(conn, [row for rows in posts for row in rows])
-        if postgres:  # one wake-up for other processes' event streams
-            await q.notify(conn, made[-1].id)
-        await event_rows.add_many(conn, [
-            {"at": ask.created_at, "ask_seq": ask.seq, "agent": ask.agent,
-             "event": events.CREATED} for ask in made
-        ], serialize=postgres)
-    return [(ask, bool(rows)) for ask, rows in zip(made, posts, strict=True)]

@@ -3,39 +3,33 @@ rather than never after a restart (due times live in the store, indexed)."""
 
 from __future__ import annotations
 
-import logging
-
-from core.app import events
-from core.app.asks import Asks
-from core.app.ports import ESCALATE, REMIND
+from core.app.parts import Parts
 from core.domain import rules
-from core.domain.logline import emit
+from core.domain.ask import is_approval
 from store import asks as q
 from store.models import AskRow
-
-log = logging.getLogger("aye.asks")
 
 DUE_BATCH = 200
 
 
-async def next_due(asks: Asks) -> float | None:
-    async with asks.store.read() as conn:
+async def next_due(parts: Parts) -> float | None:
+    async with parts.store.read() as conn:
         return await q.next_due(conn)
 
 
-async def fire_due(asks: Asks) -> int:
+async def fire_due(parts: Parts) -> int:
     """Remind, escalate or expire every open ask whose time has come; each fires once."""
-    now = asks.clock.now()
-    async with asks.store.read() as conn:
+    now = parts.clock.now()
+    async with parts.store.read() as conn:
         due = await q.due(conn, now, DUE_BATCH)
     fired = 0
     for ask in due:
         if ask.deadline <= now:
-            fired += await _expire(asks, ask, now)
+            fired += await _expire(parts, ask)
         elif ask.remind_at is not None and ask.reminded_at is None and ask.remind_at <= now:
-            fired += await _remind(asks, ask, now)
+            fired += await _remind(parts, ask)
         elif ask.escalate_at is not None and ask.escalated_at is None:
-            fired += await _escalate(asks, ask, now)
+            fired += await _escalate(parts, ask)
     return fired
 
 
@@ -46,44 +40,33 @@ def _after_reminder(ask: AskRow) -> float:
     return ask.deadline
 
 
-async def _remind(asks: Asks, ask: AskRow, now: float) -> int:
-    async with asks.store.write() as conn:
-        won = await q.remind_if_open(conn, ask.seq, now, due_at=_after_reminder(ask))
+async def _remind(parts: Parts, ask: AskRow) -> int:
+    async with parts.change(ask) as ch:
+        won = await ch.remind_if_open(due_at=_after_reminder(ask))
         if won:
-            await q.add_history(conn, ask.seq, now, "reminded", {})
-            await asks.to_outbox(conn, ask, REMIND)
-    if won:
-        asks.poke_outbox()
-        asks.tally.fired("remind", now - (ask.remind_at or now))
-        emit(log, "ask.reminded", id=ask.id, ref=rules.ref(ask))
+            ch.history("reminded", {})
+            ch.fired("remind", ch.now - (ask.remind_at or ch.now))
+            ch.log("ask.reminded", id=ask.id, ref=rules.ref(ask))
     return int(won)
 
 
-async def _escalate(asks: Asks, ask: AskRow, now: float) -> int:
-    async with asks.store.write() as conn:
-        won = await q.escalate_if_open(conn, ask.seq, now, due_at=ask.deadline)
+async def _escalate(parts: Parts, ask: AskRow) -> int:
+    async with parts.change(ask) as ch:
+        won = await ch.escalate_if_open(due_at=ask.deadline)
         if won:
-            detail = {"to": ask.escalate_responders, "until": ask.deadline}
-            await q.add_history(conn, ask.seq, now, "escalated", detail)
-            await asks.to_outbox(conn, ask, ESCALATE)
-            await asks.changed(conn, ask, events.ESCALATED)
-    if won:
-        asks.poke_outbox()
-        asks.tally.fired("escalate", now - (ask.escalate_at or now))
-        emit(log, "ask.escalated", id=ask.id, ref=rules.ref(ask))
+            ch.history("escalated", {"to": ask.escalate_responders, "until": ask.deadline})
+            ch.fired("escalate", ch.now - (ask.escalate_at or ch.now))
+            ch.log("ask.escalated", id=ask.id, ref=rules.ref(ask))
     return int(won)
 
 
-async def _expire(asks: Asks, ask: AskRow, now: float) -> int:
-    outcome = rules.APPROVAL_TIMED_OUT if ask.kind == rules.APPROVAL else None
-    values = {"status": rules.EXPIRED, "closed_at": now, "due_at": None, "outcome": outcome}
-    async with asks.store.write() as conn:
-        won = await q.close_if_open(conn, ask.seq, values)
+async def _expire(parts: Parts, ask: AskRow) -> int:
+    outcome = rules.APPROVAL_TIMED_OUT if is_approval(ask) else None
+    async with parts.change(ask) as ch:
+        values = {"status": rules.EXPIRED, "closed_at": ch.now, "due_at": None, "outcome": outcome}
+        won = await ch.close_if_open(values)
         if won:
-            await q.add_history(conn, ask.seq, now, "expired", {})
-            await asks.closed(conn, ask, events.EXPIRED)
-    if won:
-        asks.after_close(ask, rules.EXPIRED)
-        asks.tally.fired("expire", now - ask.deadline)
-        emit(log, "ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)
+            ch.history("expired", {})
+            ch.fired("expire", ch.now - ask.deadline)
+            ch.log("ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)
     return int(won)

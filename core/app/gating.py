@@ -7,11 +7,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.app.asks import Asks, new_ask_values
+from core.app import counting
+from core.app.asking import insert, new_ask_values
+from core.app.parts import Parts
+from core.app.ports import CallDecision
 from core.domain import identity, rules
+from core.domain.ask import AskValues
 from core.domain.logline import emit
 from core.domain.policy import Gate, gate_for
-from core.domain.types import AgentInfo, CallDecision
+from core.domain.types import AgentInfo
 from store import asks as q
 from store.db import Duplicate
 from store.models import AskRow
@@ -21,79 +25,81 @@ log = logging.getLogger("aye.asks")
 ALLOW, PENDING, REFUSE = "allow", "pending", "refuse"
 
 
-class Gates:
-    def __init__(self, asks: Asks, gates: list[Gate]) -> None:
-        self.asks = asks
-        self.gates = gates
+async def call(
+    parts: Parts, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
+    timeout_s: float | None = None, callback_url: str | None = None,
+) -> CallDecision:
+    """The decision on one call. Its callback must be one the operator allowed this agent
+    (CallbackRefused), and it counts towards the agent's asks_per_minute (Limited) before
+    anything is decided. `timeout_s` is the caller's own bound on a new approval (its
+    deadline is the earlier of that and the gate's; it escalates only before it)."""
+    agent.check_callback(callback_url)
+    await counting.count_hit(parts.store, agent, parts.clock.now())
+    gate = gate_for(parts.gates, operation, agent.name)
+    if gate is None:
+        return CallDecision(ALLOW)
+    # One identity decides every "same" below: `DEPLOY.prod`, `5.0`, `"Octo/App"` or an
+    # explicit `"type": "issue"` is the same call, for a refusal, a grant and a pending ask.
+    ident = identity.call(agent.name, operation, input_, work)
+    call_hash = ident.call_sha256
+    audit = named_hashes(agent.name, ident.operation, ident.input_sha256, call_hash)
+    responders = gate.responders or parts.defaults.responders
+    wider = gate.escalate.responders if gate.escalate else []
+    if not parts.places.reachable([*responders, *wider], work):
+        emit(log, "call.unavailable", **audit)
+        return CallDecision(REFUSE)
+    now = parts.clock.now()
+    refused = await _remembered(parts, call_hash, gate, now)
+    if refused is not None:
+        emit(log, "call.refused_again", approval=refused.id, **audit)
+        return CallDecision(REFUSE, refused, refused.id, repeat=True)
+    used = await _use_approval(parts, call_hash, now - gate.timeout)
+    if used is not None:
+        emit(log, "call.allowed", approval=used.id, **audit)
+        return CallDecision(ALLOW, used, used.id)
+    pending = await open_call(parts, call_hash)
+    if pending is not None:
+        return CallDecision(PENDING, pending)
+    # Stored lowercased, as it is matched: whichever spelling came first, people see one.
+    values = approval_values(agent.name, ident.operation, input_, work, gate, now, timeout_s)
+    values.update(AskValues(call_hash=call_hash, responders=[str(r) for r in responders],
+                  callback_url=callback_url))
+    try:
+        ask = await insert(parts, values, audit, agent, counted=True)
+    except Duplicate:
+        # An identical call created the pending approval first: share it.
+        pending = await open_call(parts, call_hash)
+        if pending is None:
+            raise
+        return CallDecision(PENDING, pending)
+    emit(log, "call.pending", ask=ask.id, **audit)
+    return CallDecision(PENDING, ask)
 
-    async def call(
-        self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
-        timeout_s: float | None = None, callback_url: str | None = None,
-    ) -> CallDecision:
-        """The decision on one call; `timeout_s` is the caller's own bound on a new approval
-        (its deadline is the earlier of that and the gate's; it escalates only before it)."""
-        gate = gate_for(self.gates, operation, agent.name)
-        if gate is None:
-            return CallDecision(ALLOW)
-        # One identity decides every "same" below: `DEPLOY.prod`, `5.0`, `"Octo/App"` or an
-        # explicit `"type": "issue"` is the same call, for a refusal, a grant and a pending ask.
-        call = identity.call(agent.name, operation, input_, work)
-        call_hash = call.call_sha256
-        audit = named_hashes(agent.name, call.operation, call.input_sha256, call_hash)
-        responders = gate.responders or self.asks.defaults.responders
-        wider = gate.escalate.responders if gate.escalate else []
-        if not self.asks.reachable([*responders, *wider], work):
-            emit(log, "call.unavailable", **audit)
-            return CallDecision(REFUSE)
-        now = self.asks.clock.now()
-        refused = await self._remembered(call_hash, gate, now)
-        if refused is not None:
-            emit(log, "call.refused_again", approval=refused.id, **audit)
-            return CallDecision(REFUSE, refused, refused.id, repeat=True)
-        used = await self._use_approval(call_hash, now - gate.timeout, now)
-        if used is not None:
-            emit(log, "call.allowed", approval=used.id, **audit)
-            return CallDecision(ALLOW, used, used.id)
-        pending = await self._open_call(call_hash)
-        if pending is not None:
-            return CallDecision(PENDING, pending)
-        # Stored lowercased, as it is matched: whichever spelling came first, people see one.
-        values = approval_values(agent.name, call.operation, input_, work, gate, now, timeout_s)
-        values.update(call_hash=call_hash, responders=[str(r) for r in responders],
-                      callback_url=callback_url)
-        try:
-            ask = await self.asks.insert(values, audit, agent, counted=True)
-        except Duplicate:
-            # An identical call created the pending approval first: share it.
-            pending = await self._open_call(call_hash)
-            if pending is None:
-                raise
-            return CallDecision(PENDING, pending)
-        emit(log, "call.pending", ask=ask.id, **audit)
-        return CallDecision(PENDING, ask)
 
-    async def _use_approval(self, call_hash: str, since: float, now: float) -> AskRow | None:
-        async with self.asks.store.read() as conn:
-            ask = await q.unused_approval(conn, call_hash, since)
-        if ask is None:
-            return None
-        async with self.asks.store.write() as conn:
-            won = await q.use_approval(conn, ask.seq, now)
-            if won:
-                await q.add_history(conn, ask.seq, now, "used", {"agent": ask.agent})
-        return ask if won else None
+async def _use_approval(parts: Parts, call_hash: str, since: float) -> AskRow | None:
+    async with parts.store.read() as conn:
+        ask = await q.unused_approval(conn, call_hash, since)
+    if ask is None:
+        return None
+    async with parts.change(ask) as ch:
+        won = await ch.use_approval()
+        if won:
+            ch.history("used", {"agent": ask.agent})
+    return ask if won else None
 
-    async def _remembered(self, call_hash: str, gate: Gate, now: float) -> AskRow | None:
-        """A refusal of this exact call within the gate's memory of refusals: it answers the
-        call at once, so an agent cannot wear people down by asking again."""
-        if gate.remembers <= 0:
-            return None
-        async with self.asks.store.read() as conn:
-            return await q.recent_refusal(conn, call_hash, now - gate.remembers)
 
-    async def _open_call(self, call_hash: str) -> AskRow | None:
-        async with self.asks.store.read() as conn:
-            return await q.open_call(conn, call_hash)
+async def _remembered(parts: Parts, call_hash: str, gate: Gate, now: float) -> AskRow | None:
+    """A refusal of this exact call within the gate's memory of refusals: it answers the
+    call at once, so an agent cannot wear people down by asking again."""
+    if gate.remembers <= 0:
+        return None
+    async with parts.store.read() as conn:
+        return await q.recent_refusal(conn, call_hash, now - gate.remembers)
+
+
+async def open_call(parts: Parts, call_hash: str) -> AskRow | None:
+    async with parts.store.read() as conn:
+        return await q.open_call(conn, call_hash)
 
 
 def named_hashes(agent: str, operation: str, input_sha256: str, call_sha256: str) -> dict[str, Any]:
@@ -105,7 +111,7 @@ def named_hashes(agent: str, operation: str, input_sha256: str, call_sha256: str
 def approval_values(
     agent: str, operation: str, input_: Any, work: dict[str, Any] | None, gate: Gate, now: float,
     timeout_s: float | None = None,
-) -> dict[str, Any]:
+) -> AskValues:
     """The approval ask: facts only (the operation and its input); each surface words it.
     Its deadline is the gate's (with the escalation's time), or the caller's `timeout_s` when
     that is earlier; it escalates only when the escalation comes before that deadline."""
@@ -113,18 +119,18 @@ def approval_values(
     if timeout_s is not None:
         total = min(total, timeout_s)
     values = new_ask_values(agent, rules.APPROVAL, work, [], now, now + total)
-    values.update(
+    values.update(AskValues(
         question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
         operation=operation, call_input=input_,
         approvals_needed=gate.approvals if gate.approvals > 1 else None,
         self_check=gate.prevent_self_approval or None,
-    )
+    ))
     if gate.escalate and gate.timeout < total:
-        values.update(
+        values.update(AskValues(
             escalate_responders=[str(r) for r in gate.escalate.responders],
             escalate_at=now + gate.timeout,
             due_at=now + gate.timeout,
-        )
+        ))
     if gate.remind_after is not None and gate.remind_after < total:
-        values.update(remind_at=now + gate.remind_after, due_at=now + gate.remind_after)
+        values.update(AskValues(remind_at=now + gate.remind_after, due_at=now + gate.remind_after))
     return values

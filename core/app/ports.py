@@ -3,27 +3,26 @@
 The core never calls a surface's service. When something a surface must show happens (an ask
 was created, closed or escalated), the core writes an outbox row for each surface that wants
 it, in the same transaction as the change; the delivery loop later hands the row to
-`Surface.deliver`. Surfaces answer asks through the core (core.app.asks.Asks.answer).
+`Surface.deliver`. Surfaces answer asks through the core's one façade (core.app.service.Service).
 
-A surface plugs in with a SurfacePlugin: its kind (core.domain.kinds), how it reads its settings
-from the environment, its start-up line, and how it is built. The process lists its plug-ins
-in one place (bot/surfaces.py); the core names none of them.
+A surface plugs in with a SurfacePlugin (core.app.service): its kind (core.domain.kinds), how
+it reads its settings from the environment, its start-up line, and how it is built. The process
+lists its plug-ins in one place (bot/surfaces.py); the core names none of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel
-
-from core.domain.kinds import SurfaceKind
+from core.app.timing import Clock as Clock
+from core.app.timing import wait_event as wait_event
+from core.domain.forms import Misfit
 from core.domain.responders import Responder
-from store.models import AskRow
 
-if TYPE_CHECKING:
-    from core.app.asks import Asks
+# The stored ask, as the adapters receive it from the service (its columns: core.domain.ask).
+from store.models import AskRow as AskRow
 
 # What a surface may be asked to show.
 POST = "post"  # a new ask: show it where its people are
@@ -51,6 +50,10 @@ class GiveUp(Exception):
 
 class SurfaceConfigError(Exception):
     """A surface is half-configured; the message names what is missing (one line, exit 2)."""
+
+
+class StoreClosing(Exception):
+    """A create that came after the process began to stop."""
 
 
 class AuthorUnknown(Exception):
@@ -104,19 +107,23 @@ class Surface(Protocol):
     async def close(self) -> None: ...
 
 
+# -- what the use cases return to the adapters ----------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
-class SurfacePlugin:
-    """Everything the process needs to run a surface, from the surface itself."""
+class AnswerResult:
+    """An answer taken, or refused with a reason (a key of rules.REASONS); `ask` as it stands."""
 
-    kind: SurfaceKind
-    # Its settings from the environment: None when it is off (its secrets are unset); raises
-    # SurfaceConfigError when it is half-configured.
-    read_settings: Callable[[Mapping[str, str]], Any | None]
-    # The start-up line, given what read_settings returned (None: off).
-    describe: Callable[[Any | None], str]
-    # Builds the running surface from its settings and its config section.
-    build: Callable[[Any, BaseModel | None, Asks], Surface]
+    taken: bool
+    reason: str | None
+    ask: AskRow | None
+    misfit: Misfit | None = None  # for invalid_answer: which part did not fit, and why
 
-    @property
-    def name(self) -> str:
-        return self.kind.name
+
+@dataclass(frozen=True, slots=True)
+class CallDecision:
+    decision: str  # allow | pending | refuse
+    ask: AskRow | None = None
+    approval: str | None = None
+    repeat: bool = False  # refused at once: a remembered refusal of this exact call
+    error: str | None = None  # a start's refusal: start_refused or approval_timed_out

@@ -31,3 +31,32 @@ class Tally:
 
     def delivered(self, surface: str, result: str) -> None:
         """This process's delivery of an outbox row to `surface` ended with `result` (RESULTS)."""
+
+
+class Tallies(Tally):
+    """Tells every tally it was given (the process's metrics subscribe with `add`)."""
+
+    def __init__(self) -> None:
+        self._tallies: list[Tally] = []
+
+    def add(self, tally: Tally) -> None:
+        self._tallies.append(tally)
+
+    def __contains__(self, tally: object) -> bool:
+        return any(t is tally for t in self._tallies)
+
+    def created(self, ask: AskRow) -> None:
+        for t in self._tallies:
+            t.created(ask)
+
+    def closed(self, ask: AskRow, status: str, at: float) -> None:
+        for t in self._tallies:
+            t.closed(ask, status, at)
+
+    def fired(self, action: str, late_s: float) -> None:
+        for t in self._tallies:
+            t.fired(action, late_s)
+
+    def delivered(self, surface: str, result: str) -> None:
+        for t in self._tallies:
+            t.delivered(surface, result)

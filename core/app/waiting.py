@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
 
+from core.app.parts import Parts
 from core.domain import rules
 from store import asks as q
 from store.models import AskRow
-
-if TYPE_CHECKING:
-    from core.app.asks import Asks
 
 MAX_ASKS = 100
 
@@ -23,20 +20,20 @@ def _settled(rows: list[AskRow], until_all: bool) -> bool:
     return all(closed) if until_all else any(closed)
 
 
-async def wait(asks: Asks, rows: list[AskRow], timeout: float, until_all: bool = True) -> list[AskRow]:
+async def wait(parts: Parts, rows: list[AskRow], timeout: float, until_all: bool = True) -> list[AskRow]:
     """`rows` as they stand once all (or any) are no longer open, or after `timeout` (or at
     once when the process is stopping), in the order given."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     current = rows
-    while not _settled(current, until_all) and not asks.closing:
+    while not _settled(current, until_all) and not parts.signals.closing:
         remaining = deadline - loop.time()
         if remaining <= 0:
             break
         with contextlib.ExitStack() as watching:
-            woken = [watching.enter_context(asks.waiters.watch(i)) for i in {r.id for r in rows}]
+            woken = [watching.enter_context(parts.signals.waiters.watch(i)) for i in {r.id for r in rows}]
             # Read again under watch: a change between the last read and now is not missed.
-            current = await reread(asks, rows)
+            current = await reread(parts, rows)
             if _settled(current, until_all):
                 break
             done, _ = await asyncio.wait(woken, timeout=remaining,
@@ -45,12 +42,12 @@ async def wait(asks: Asks, rows: list[AskRow], timeout: float, until_all: bool =
         # A change in this process hands the closed row over; another process's needs a read.
         current = [handed.get(r.id, r) for r in current]
         if not all(r.id in handed for r in current if r.status == rules.OPEN):
-            current = await reread(asks, current)
+            current = await reread(parts, current)
     return current
 
 
-async def reread(asks: Asks, rows: list[AskRow]) -> list[AskRow]:
+async def reread(parts: Parts, rows: list[AskRow]) -> list[AskRow]:
     """The rows as the store has them now, in the same order."""
-    async with asks.store.read() as conn:
+    async with parts.store.read() as conn:
         found = {row.seq: row for row in await q.by_seqs(conn, [r.seq or 0 for r in rows])}
     return [found.get(row.seq, row) for row in rows]

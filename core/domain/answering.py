@@ -4,12 +4,12 @@ and which ask an answer given on a work (an issue, a thread) means. Pure: no sto
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from core.domain import formats, rules
+from core.domain.ask import Ask, is_approval
 from core.domain.forms import Misfit
 from core.domain.responders import Responder, admitted
-from store.models import AskRow
 
 # An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
 LATE_WINDOW_S = 10.0
@@ -17,6 +17,8 @@ NOT_A_RESPONDER, INVALID_ANSWER, SENSITIVE = "not_a_responder", "invalid_answer"
 NO_OPEN_ASK, AMBIGUOUS = "no_open_ask", "ambiguous"
 REFUSED, LATE = "refused", "late"
 SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
+# The approval policy's refusals (a gate's `approvals` and `prevent_self_approval`).
+ALREADY_APPROVED, SELF_APPROVAL, AUTHOR_UNKNOWN = "already_approved", "self_approval", "author_unknown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class Refused:
 Verdict = Taken | Refused
 
 
-def allowed(ask: AskRow) -> list[Responder]:
+def allowed(ask: Ask) -> list[Responder]:
     """Who may answer now: the ask's responders, and the escalation's once it escalated."""
     names = list(ask.responders)
     if ask.escalated_at is not None and ask.escalate_responders:
@@ -48,7 +50,7 @@ def allowed(ask: AskRow) -> list[Responder]:
     return [Responder.parse(n) for n in names]
 
 
-def racing(ask: AskRow, now: float) -> bool:
+def racing(ask: Ask, now: float) -> bool:
     """An answer arriving just after the winner raced it (a late answer); one that comes
     later is a plain refusal of a closed ask."""
     return (
@@ -58,15 +60,20 @@ def racing(ask: AskRow, now: float) -> bool:
     )
 
 
-def judge(ask: AskRow, person: Responder, given: Any, now: float, public: bool = False) -> Verdict:
+def judge(
+    ask: Ask, person: Responder, given: Any, now: float, public: bool = False,
+    member: bool = True,
+) -> Verdict:
     """Take `given` (a surface's text, or the API's JSON) from `person` as the answer to `ask`
     as it was read, or say why not.
 
     `public` is true where the answer is visible to anyone (a GitHub comment): a sensitive ask
-    refuses it. The store still decides the race: a Taken verdict wins only if the ask is
-    still open when it is written.
+    refuses it. `member` is false when the surface cannot vouch for the person (Slack: not of
+    aye's own workspace or an allowed team, or that team not known yet): refused as not a
+    responder, whatever the ask's responders. The store still decides the race: a Taken
+    verdict wins only if the ask is still open when it is written.
     """
-    if not admitted(person, allowed(ask)):
+    if not member or not admitted(person, allowed(ask)):
         return Refused(NOT_A_RESPONDER)
     if ask.status != rules.OPEN:
         return Refused(rules.closed_reason(ask.status), LATE if racing(ask, now) else REFUSED)
@@ -77,7 +84,7 @@ def judge(ask: AskRow, person: Responder, given: Any, now: float, public: bool =
     except Misfit as misfit:
         return Refused(INVALID_ANSWER, misfit=misfit)
     outcome = None
-    if ask.kind == rules.APPROVAL:
+    if is_approval(ask):
         outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
     return Taken(answer.stored, answer.option, outcome)
 
@@ -97,15 +104,18 @@ class Reply(Protocol):
     def ref_answer(self) -> str | None: ...
 
 
+A = TypeVar("A", bound=Ask)
+
+
 @dataclass(frozen=True, slots=True)
-class Target:
-    ask: AskRow
+class Target(Generic[A]):
+    ask: A
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class Ambiguous:
-    open_asks: list[AskRow]
+class Ambiguous(Generic[A]):
+    open_asks: list[A]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +123,9 @@ class Nothing:
     """No open ask on the work, and no ref naming one of its asks."""
 
 
-Choice = Target | Ambiguous | Nothing
-
-
 def choose(
-    reply: Reply, open_asks: list[AskRow], named: AskRow | None, elsewhere: bool = False
-) -> Choice:
+    reply: Reply, open_asks: list[A], named: A | None, elsewhere: bool = False
+) -> Target[A] | Ambiguous[A] | Nothing:
     """Which ask a reply answers.
 
     `named` is the ask the reply's ref names, when that ask belongs to this work (open or
@@ -140,7 +147,7 @@ def choose(
     return Nothing()
 
 
-def refused_detail(ask: AskRow, given: Any, misfit: Misfit | None) -> dict[str, Any]:
+def refused_detail(ask: Ask, given: Any, misfit: Misfit | None) -> dict[str, Any]:
     """What a refused answer said (cut to SHOWN_GIVEN characters; never for a sensitive ask)
     and, when it did not fit, which part and why."""
     detail: dict[str, Any] = {}
@@ -150,3 +157,34 @@ def refused_detail(ask: AskRow, given: Any, misfit: Misfit | None) -> dict[str, 
     if misfit is not None:
         detail.update(field=misfit.field, message=misfit.message)
     return detail
+
+
+# -- the approval policy: a quorum of distinct people, and no self-approval ----------------
+
+
+def policed(ask: Ask, verdict: Taken) -> bool:
+    """An approval whose `approve` the policy must weigh (a quorum, or no self-approval)."""
+    return verdict.outcome == rules.APPROVED and (
+        (ask.approvals_needed or 1) > 1 or bool(ask.self_check)
+    )
+
+
+def self_approval(person: Responder, author: str | None, known: bool = True) -> str | None:
+    """Why `person` may not approve a work `author` opened: SELF_APPROVAL when they are its
+    author, AUTHOR_UNKNOWN when the author could not be read (`known` False: never a guess);
+    None when they may."""
+    if not known:
+        return AUTHOR_UNKNOWN
+    if author is not None and admitted(person, [Responder.parse(author)]):
+        return SELF_APPROVAL
+    return None
+
+
+def not_countable(row: Ask, person: Responder, now: float) -> tuple[str | None, str]:
+    """Why this approval cannot count towards the quorum of `row` (read locked), and its
+    history event; (None, "") when it counts."""
+    if row.status != rules.OPEN:
+        return rules.closed_reason(row.status), LATE if racing(row, now) else REFUSED
+    if any(admitted(person, [Responder.parse(name)]) for name in row.approvers or []):
+        return ALREADY_APPROVED, REFUSED
+    return None, ""

@@ -111,6 +111,7 @@ def _operation_pattern(pattern: str) -> str:
 
 KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.?$")
 START = "human.start"  # the operation an approved start is recorded as (aye's own)
+START_REFUSED = "start_refused"  # a start's refusal, for good
 
 
 class Gate(Strict):

@@ -6,9 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.domain.callback_urls import BadUrl, match
-from core.domain.forms import Misfit
 from core.domain.responders import Responder
-from store.models import AskRow
 
 
 class NoReachableResponder(Exception):
@@ -26,6 +24,10 @@ class Seen:
 
     key: str
     source: str
+
+
+class CallbackRefused(Exception):
+    """A callback URL this agent may not use; the message says why (never the secret)."""
 
 
 class KeyReused(Exception):
@@ -47,6 +49,12 @@ class AgentInfo:
 
     def may_call_back(self, url: str) -> bool:
         return self.callback_refusal(url) is None
+
+    def check_callback(self, url: str | None) -> None:
+        """CallbackRefused when a callback may not go to `url` (None: no callback)."""
+        why = None if url is None else self.callback_refusal(url)
+        if why is not None:
+            raise CallbackRefused(why)
 
     def callback_refusal(self, url: str) -> str | None:
         """Why a callback may not go to `url` (core/domain/callback_urls.py), or None."""
@@ -90,22 +98,3 @@ class FollowUp:
     surface: str
     action: str
     payload: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerResult:
-    """An answer taken, or refused with a reason (a key of rules.REASONS); `ask` as it stands."""
-
-    taken: bool
-    reason: str | None
-    ask: AskRow | None
-    misfit: Misfit | None = None  # for invalid_answer: which part did not fit, and why
-
-
-@dataclass(frozen=True, slots=True)
-class CallDecision:
-    decision: str  # allow | pending | refuse
-    ask: AskRow | None = None
-    approval: str | None = None
-    repeat: bool = False  # refused at once: a remembered refusal of this exact call
-    error: str | None = None  # a start's refusal: start_refused or approval_timed_out

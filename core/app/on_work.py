@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.app.asks import Asks
+from core.app import answers, reading
+from core.app.parts import Parts
+from core.app.ports import AnswerResult
 from core.domain import answering, rules
 from core.domain.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Reply, Target
 from core.domain.responders import Responder
-from core.domain.types import AnswerResult, FollowUp, Seen
+from core.domain.types import FollowUp, Seen
 from store.models import AskRow
 
 
@@ -33,40 +35,40 @@ def asked_by_then(ask: AskRow, said: Said) -> bool:
     return said.at is None or int(ask.created_at) <= said.at
 
 
-async def answer_on_work(asks: Asks, said: Said, reply: Reply, note: str | None) -> AnswerResult:
+async def answer_on_work(parts: Parts, said: Said, reply: Reply, note: str | None) -> AnswerResult:
     """The outcome, with the ask it concerned (None when the work has no ask it could mean).
     AlreadySeen (nothing recorded) when `said.seen` was acted on before."""
-    open_asks = [a for a in await asks.open_on_work(said.work_key) if asked_by_then(a, said)]
-    named, elsewhere = await _named(asks, reply, said, open_asks)
+    open_asks = [a for a in await reading.open_on_work(parts, said.work_key) if asked_by_then(a, said)]
+    named, elsewhere = await _named(parts, reply, said, open_asks)
     choice = answering.choose(reply, open_asks, named, elsewhere)
     if isinstance(choice, Target):
-        return await _answer(asks, said, choice.ask, choice.text, note)
+        return await _answer(parts, said, choice.ask, choice.text, note)
     if isinstance(choice, Ambiguous):
         for index, ask in enumerate(choice.open_asks):
             # One follow-up (a reaction) and one record of the event, on the first ask.
             first = index == 0
-            await asks.refuse(ask, said.person, AMBIGUOUS, said.surface,
+            await answers.refuse(parts, ask, said.person, AMBIGUOUS, said.surface,
                               follow_up=said.follow_up if first else None,
                               seen=said.seen if first else None)
         return AnswerResult(False, AMBIGUOUS, choice.open_asks[0])
     if reply.ref is None:
         # Nothing open here: the newest ask of this work, if any, refuses it with its own
         # reason (already answered, expired…), recorded in its history.
-        latest = await asks.latest_on_work(said.work_key)
+        latest = await reading.latest_on_work(parts, said.work_key)
         if latest is not None and asked_by_then(latest, said):
-            return await _answer(asks, said, latest, reply.text, note)
+            return await _answer(parts, said, latest, reply.text, note)
     return AnswerResult(False, NO_OPEN_ASK, None)
 
 
-async def _answer(asks: Asks, said: Said, ask: AskRow, text: str, note: str | None) -> AnswerResult:
-    result = await asks.answer(
-        ask, said.person, text, note, said.surface, said.public, said.follow_up, said.seen
+async def _answer(parts: Parts, said: Said, ask: AskRow, text: str, note: str | None) -> AnswerResult:
+    result = await answers.answer(
+        parts, ask, said.person, text, note, said.surface, said.public, said.follow_up, said.seen
     )
     return AnswerResult(result.taken, result.reason, ask)
 
 
 async def _named(
-    asks: Asks, reply: Reply, said: Said, open_asks: list[AskRow]
+    parts: Parts, reply: Reply, said: Said, open_asks: list[AskRow]
 ) -> tuple[AskRow | None, bool]:
     """The ask the reply's ref names if it is this work's, and whether it names another's."""
     parsed = rules.parse_ref(reply.ref) if reply.ref is not None else None
@@ -75,7 +77,7 @@ async def _named(
     for ask in open_asks:
         if (ask.kind, ask.seq) == parsed:
             return ask, False
-    found = await asks.find(reply.ref)
+    found = await reading.find(parts, reply.ref)
     if found is None:
         return None, False
     if not asked_by_then(found, said):

@@ -22,15 +22,13 @@ import asyncio
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.app.parts import Parts
 from core.domain import rules
 from core.domain.logline import emit
 from store import asks as q
 from store.models import AskRow
-
-if TYPE_CHECKING:
-    from core.app.asks import Asks
 
 log = logging.getLogger("aye.asks")
 
@@ -68,13 +66,15 @@ class Holds:
             mine.set_result(None)
 
 
-_HOLDS: weakref.WeakKeyDictionary[Asks, Holds] = weakref.WeakKeyDictionary()
+_HOLDS: weakref.WeakKeyDictionary[Parts, Holds] = weakref.WeakKeyDictionary()
+# Reads recorded after their response, off the wake path: kept until done.
+_BACKGROUND: set[asyncio.Task[None]] = set()
 
 
-def _holds(asks: Asks) -> Holds:
-    holds = _HOLDS.get(asks)
+def _holds(parts: Parts) -> Holds:
+    holds = _HOLDS.get(parts)
     if holds is None:
-        holds = _HOLDS[asks] = Holds()
+        holds = _HOLDS[parts] = Holds()
     return holds
 
 
@@ -82,7 +82,7 @@ def _holds(asks: Asks) -> Holds:
 class Read:
     """One read of some of an agent's asks: `rows` as the agent is to be shown them."""
 
-    asks: Asks
+    parts: Parts
     rows: list[AskRow]
     record: bool
     _seqs: set[int] = field(default_factory=set)
@@ -95,9 +95,9 @@ class Read:
         try:
             for row in self.rows:
                 if _erasable(row):
-                    await mark_read(self.asks, row)
+                    await mark_read(self.parts, row)
                 elif self.record:
-                    self.asks.read_later(row)
+                    read_later(self.parts, row)
         except Exception:
             log.warning("could not record a read asks=%s; a sensitive answer stays for the next",
                         ",".join(row.id for row in self.rows))
@@ -110,22 +110,23 @@ class Read:
 
     def _let_go(self) -> None:
         if self._mine is not None:
-            _holds(self.asks).give(self._seqs, self._mine)
+            _holds(self.parts).give(self._seqs, self._mine)
             self._mine = None
 
 
-async def begin(asks: Asks, rows: list[AskRow], record: bool = True) -> Read:
-    """A read of `rows` by their agent. `record`: whether reading a closed ask that holds no
-    sensitive answer counts as its read (a listing does not). Settle it with delivered() or
-    lost(), always."""
+async def read_as_agent(parts: Parts, rows: list[AskRow], record: bool = True) -> Read:
+    """The one way an agent reads its asks (the API's routes and MCP's tools alike): `rows`
+    as the agent is to be shown them, a sensitive answer held for this read alone. `record`:
+    whether reading a closed ask that holds no sensitive answer counts as its read (a listing
+    does not). Settle it with delivered() or lost(), always."""
     seqs = {row.seq for row in rows if _erasable(row) and row.seq is not None}
     if not seqs:
-        return Read(asks, rows, record)
-    holds = _holds(asks)
+        return Read(parts, rows, record)
+    holds = _holds(parts)
     mine = await holds.take(seqs)
     try:
         # Read again: while this read waited, another may have carried the value, and erased it.
-        async with asks.store.read() as conn:
+        async with parts.store.read() as conn:
             fresh = {row.seq: row for row in await q.by_seqs(conn, sorted(seqs))}
     except BaseException:
         holds.give(seqs, mine)
@@ -133,11 +134,11 @@ async def begin(asks: Asks, rows: list[AskRow], record: bool = True) -> Read:
     rows = [fresh.get(row.seq, row) for row in rows]
     if not any(_erasable(row) for row in rows):  # all erased meanwhile: nothing to carry
         holds.give(seqs, mine)
-        return Read(asks, rows, record)
-    return Read(asks, rows, record, seqs, mine)
+        return Read(parts, rows, record)
+    return Read(parts, rows, record, seqs, mine)
 
 
-async def mark_read(asks: Asks, ask: AskRow) -> bool:
+async def mark_read(parts: Parts, ask: AskRow) -> bool:
     """The agent has seen its closed ask: record it once, and erase a sensitive answer.
 
     Call it once the ask has reached the agent (a Read's delivered(), a callback's 2xx).
@@ -146,34 +147,83 @@ async def mark_read(asks: Asks, ask: AskRow) -> bool:
     erase = _erasable(ask)
     if ask.status == rules.OPEN or (ask.read_at is not None and not erase):
         return True
-    now = asks.clock.now()
-    values: dict[str, Any] = {"read_at": now}
+    values: dict[str, Any] = {"read_at": parts.clock.now()}
     if erase:
         values.update(answer_value=None, answer_option=None, answer_note=None, erased=True)
-    async with asks.store.write() as conn:
-        won = await q.mark_read(conn, ask.seq, values)
+    async with parts.change(ask) as ch:
+        won = await ch.mark_read(values)
         if won:
-            await q.add_history(conn, ask.seq, now, "read", {"erased": True} if erase else {})
+            ch.history("read", {"erased": True} if erase else {})
     if erase and won:
-        await asks.store.checkpoint()
+        await parts.store.checkpoint()
         emit(log, "ask.erased", id=ask.id, ref=rules.ref(ask))
     return won or not erase
 
 
-def read_later(asks: Asks, ask: AskRow, background: set[asyncio.Task[None]]) -> None:
+def read_later(parts: Parts, ask: AskRow) -> None:
     """Record the agent's read after its response: off the wake path."""
     if ask.status == rules.OPEN or ask.read_at is not None:
         return
-    task = asyncio.create_task(_read_quietly(asks, ask))
-    background.add(task)
-    task.add_done_callback(background.discard)
+    task = asyncio.create_task(_read_quietly(parts, ask))
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
 
 
-async def _read_quietly(asks: Asks, ask: AskRow) -> None:
+async def _read_quietly(parts: Parts, ask: AskRow) -> None:
     try:
-        await asks.mark_read(ask)
+        await mark_read(parts, ask)
     except Exception:  # a missed 'read' entry must not surface as an error anywhere
         log.warning("could not record a read ask=%s", ask.id)
+
+
+# -- what anyone may read ------------------------------------------------------------------
+
+
+async def find(parts: Parts, ident: str, agent: str | None = None) -> AskRow | None:
+    """An ask by id or ref; with `agent`, only that agent's."""
+    parsed = rules.parse_ref(ident) if len(ident) <= 8 else None
+    async with parts.store.read() as conn:
+        if parsed is not None:
+            return await q.by_ref(conn, parsed[0], parsed[1], agent)
+        if len(ident) == 32:
+            return await q.by_id(conn, ident, agent)
+    return None
+
+
+async def by_seq(parts: Parts, seq: int) -> AskRow | None:
+    async with parts.store.read() as conn:
+        return await q.by_seq(conn, seq)
+
+
+async def page(
+    parts: Parts, agent: str | None, status: str | None, limit: int, cursor: int | None
+) -> tuple[list[AskRow], int | None]:
+    """A page, newest first, and the cursor of the next page (None on the last)."""
+    async with parts.store.read() as conn:
+        rows = await q.page(conn, agent, status, limit + 1, cursor)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (rows[-1].seq if more and rows else None)
+
+
+async def open_on_work(parts: Parts, key: str) -> list[AskRow]:
+    async with parts.store.read() as conn:
+        return await q.open_on_work(conn, key)
+
+
+async def latest_on_work(parts: Parts, key: str) -> AskRow | None:
+    async with parts.store.read() as conn:
+        return await q.latest_on_work(conn, key)
+
+
+async def history(parts: Parts, seq: int) -> list[dict[str, Any]]:
+    async with parts.store.read() as conn:
+        return await q.history(conn, seq)
+
+
+async def histories(parts: Parts, seqs: list[int]) -> dict[int, list[dict[str, Any]]]:
+    async with parts.store.read() as conn:
+        return await q.histories(conn, seqs)
 
 
 def _erasable(ask: AskRow) -> bool:

@@ -1,5 +1,5 @@
 """The event stream: each change to an ask is recorded as an event in the change's own
-transaction (store/events.py), and every stream of this process is fed from one reader.
+transaction (core.app.change, as its last write), and every stream of this process is fed from one reader.
 
 One pump per process reads what is new once, when poked (after a local commit, or by
 PostgreSQL's NOTIFY for another process's), and hands each event to the streams that may see
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from core.app.timing import Clock, wait_event
 from store import events as q
-from store.db import Conn, Store
+from store.db import Store
 from store.models import AskRow
 
 log = logging.getLogger("aye.events")
@@ -49,18 +49,14 @@ class Subscriber:
         return self.agent is None or event.ask.agent == self.agent
 
 
-async def record(conn: Conn, store: Store, ask: AskRow, name: str, now: float) -> None:
-    """In the change's transaction, as its last write (see store/events.py's lock)."""
-    await q.add(conn, ask.seq, ask.agent, name, now, serialize=store.is_postgres)
-
-
 class EventHub:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, poke: asyncio.Event | None = None) -> None:
         self.store = store
         self.clock = clock
         self.subscribers: set[Subscriber] = set()
         self.last_id = 0
-        self._poke = asyncio.Event()
+        # Set after each commit that recorded events (core.app.signals), or by NOTIFY.
+        self._poke = poke or asyncio.Event()
         self._closing = False
         self._idle = False
 

@@ -1,0 +1,294 @@
+"""The unit of work: every change to an ask is one `change` block, one transaction.
+
+    async with parts.change(ask, seen) as ch:       # one transaction
+        if await ch.close_if_open(values):          # one conditional write decides
+            ch.history("answered", by)
+    # after the commit, in one place: wake, poke, tally, log
+
+What a change must also do is done by the block, so a new kind of change cannot forget a step:
+- `insert` counts the agent's limits (core.app.counting), writes the `created` entry, the
+  surfaces' posts and the `ask.created` event;
+- `close_if_open` (the one conditional write that decides a close) writes the surfaces'
+  updates, one open ask fewer, and the close's event; after the commit it wakes the ask's
+  parked agents with the closed row and counts the close;
+- `escalate_if_open`, `remind_if_open` and `count_approval` write their surfaces' rows (and
+  the escalation its event).
+History entries, outbox rows and events are collected and written at the end of the block in
+one order (events last: store/events.py's lock). After the commit, and only then: parked agents
+woken, the clock and outbox loops and the event streams poked, the metrics told, the log lines
+written. A change rolled back (an exception) does none of these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.app import counting
+from core.app.ports import CLOSE, ESCALATE, POST, REMIND, UPDATE
+from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, WITHDRAWN
+from core.domain import rules
+from core.domain.ask import AskValues
+from core.domain.logline import emit
+from core.domain.types import AgentInfo, AlreadySeen, FollowUp, Seen
+from store import asks as q
+from store import events as event_rows
+from store import outbox, posts
+from store.db import Conn, Duplicate, Store
+from store.models import AskRow
+
+if TYPE_CHECKING:
+    from core.app.places import Places
+    from core.app.signals import Signals
+    from core.app.tally import Tally
+    from core.app.timing import Clock
+
+log = logging.getLogger("aye.asks")
+
+# The event each way of closing records.
+CLOSED_EVENT = {rules.ANSWERED: ANSWERED, rules.EXPIRED: EXPIRED, rules.WITHDRAWN: WITHDRAWN}
+
+
+@dataclass(slots=True)
+class _After:
+    """What the commit sets off, collected during the block."""
+
+    woken: list[tuple[str, AskRow | None]] = field(default_factory=list)
+    closed: list[tuple[AskRow, str, float]] = field(default_factory=list)
+    created: list[AskRow] = field(default_factory=list)
+    fired: list[tuple[str, float]] = field(default_factory=list)
+    lines: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
+    outbox: bool = False
+    events: bool = False
+
+
+class Change:
+    """One transaction on the store: the writes that decide, and what must go with them."""
+
+    def __init__(self, conn: Conn, parts: Changes, ask: AskRow | None) -> None:
+        self.conn = conn
+        self.ask = ask
+        self.now = parts.clock.now()
+        self._parts = parts
+        self._history: list[dict[str, Any]] = []
+        self._outbox: list[dict[str, Any]] = []
+        self._events: list[dict[str, Any]] = []
+        self._notify: list[str] = []
+        self.after = _After()
+
+    # -- the writes that decide -----------------------------------------------------------
+
+    async def insert(
+        self, values: AskValues, detail: dict[str, Any], agent: AgentInfo | None = None,
+        counted: bool = False,
+    ) -> AskRow:
+        """A new ask, with its `created` entry, posts and event. With `agent`, its limits are
+        checked here (counting.Limited rolls the whole change back): room for one more open
+        ask and, unless `counted` already, one more hit this minute."""
+        postgres = self._parts.store.is_postgres
+        if agent is not None and not counted:
+            await counting.count(self.conn, agent, values["created_at"], postgres)
+        await counting.opened(self.conn, values["agent"], agent, postgres)
+        ask = await q.insert(self.conn, values)
+        self._created(ask, detail)
+        return ask
+
+    async def insert_many(
+        self, values: list[AskValues], details: list[dict[str, Any]]
+    ) -> list[tuple[AskRow, bool]]:
+        """Several new asks (their limits already counted: core.app.batch), each with its
+        `created` entry, posts and event; one wake-up for other processes. For each, the ask
+        and whether it wrote outbox rows."""
+        made = await q.insert_many(self.conn, values)
+        wrote = []
+        for ask, detail in zip(made, details, strict=True):
+            before = len(self._outbox)
+            self._created(ask, detail, notify=False)
+            wrote.append(len(self._outbox) > before)
+        if made:
+            self._notify.append(made[-1].id)
+        return list(zip(made, wrote, strict=True))
+
+    def _created(self, ask: AskRow, detail: dict[str, Any], notify: bool = True) -> None:
+        self.history("created", detail, ask, at=ask.created_at)
+        self.outbox(POST, ask)
+        self.event(CREATED, ask, notify=notify, at=ask.created_at)
+        self.after.created.append(ask)
+        self.log("ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
+
+    async def close_if_open(self, values: dict[str, Any], ask: AskRow | None = None) -> bool:
+        """Close the ask with `values` (its `status` among them) if it is still open: the one
+        conditional write that decides a close, across processes. When it won: the surfaces'
+        updates, one open ask fewer, the close's event; after the commit its parked agents
+        are woken with the closed row and the close is counted."""
+        ask = self._ask(ask)
+        won = await q.close_if_open(self.conn, ask.seq, values)
+        if won:
+            status = values["status"]
+            self.outbox(CLOSE, ask)
+            await counting.closed(self.conn, ask.agent, self._parts.store.is_postgres)
+            self.event(CLOSED_EVENT[status], ask)
+            closed = ask.model_copy(update=values)
+            self.after.woken.append((ask.id, closed))
+            self.after.closed.append((ask, status, values.get("closed_at") or self.now))
+        return won
+
+    async def lock(self, ask: AskRow | None = None) -> AskRow:
+        """The ask's row, locked until the commit (PostgreSQL): this change is its one writer."""
+        ask = self._ask(ask)
+        return await q.locked(self.conn, ask.seq) or ask
+
+    async def count_approval(self, approvers: list[str], ask: AskRow | None = None) -> None:
+        """One more approver of a quorum not yet reached (on the locked row): shown on the
+        surfaces, the ask kept open."""
+        ask = self._ask(ask)
+        await q.count_approval(self.conn, ask.seq, approvers)
+        self.outbox(UPDATE, ask)
+
+    async def remind_if_open(self, due_at: float, ask: AskRow | None = None) -> bool:
+        ask = self._ask(ask)
+        won = await q.remind_if_open(self.conn, ask.seq, self.now, due_at=due_at)
+        if won:
+            self.outbox(REMIND, ask)
+        return won
+
+    async def escalate_if_open(self, due_at: float, ask: AskRow | None = None) -> bool:
+        ask = self._ask(ask)
+        won = await q.escalate_if_open(self.conn, ask.seq, self.now, due_at=due_at)
+        if won:
+            self.outbox(ESCALATE, ask)
+            self.event(ESCALATED, ask)
+        return won
+
+    async def use_approval(self, ask: AskRow | None = None) -> bool:
+        """The approval lets its call through, once: the store decides which caller uses it."""
+        ask = self._ask(ask)
+        return await q.use_approval(self.conn, ask.seq, self.now)
+
+    async def mark_read(self, values: dict[str, Any], ask: AskRow | None = None) -> bool:
+        """The agent's read, once (and a sensitive answer erased with it, in `values`)."""
+        ask = self._ask(ask)
+        return await q.mark_read(self.conn, ask.seq, values)
+
+    async def record_posted(self, surface: str, location: dict[str, Any]) -> None:
+        """Where a surface showed the ask (the first place, if posted twice)."""
+        await posts.record_first(self.conn, self._ask(None).seq, surface, location, self.now)
+
+    # -- what goes with them (written at the end of the block, in this order) -------------
+
+    def history(
+        self, event: str, detail: dict[str, Any], ask: AskRow | None = None,
+        at: float | None = None,
+    ) -> None:
+        self._history.append({"ask_seq": self._ask(ask).seq, "at": self.now if at is None else at,
+                              "event": event, "detail": detail})
+
+    def outbox(self, action: str, ask: AskRow | None = None) -> None:
+        """A row for each surface that wants `action` on the ask."""
+        rows = self._parts.places.outbox_rows(self._ask(ask), action, self.now)
+        self._outbox.extend(rows)
+        self.after.outbox = self.after.outbox or bool(rows)
+
+    def follow_up(self, follow_up: FollowUp | None, taken: bool, reason: str | None) -> None:
+        """The surface work an answer earns whatever its outcome (a reaction on its comment)."""
+        if follow_up is None:
+            return
+        payload = {**follow_up.payload, "taken": taken, "reason": reason}
+        self._outbox.append({
+            "ask_seq": self._ask(None).seq, "surface": follow_up.surface,
+            "action": follow_up.action, "payload": payload, "created_at": self.now,
+            "due_at": self.now,
+        })
+        self.after.outbox = True
+
+    def event(self, name: str, ask: AskRow | None = None, notify: bool = True,
+              at: float | None = None) -> None:
+        """An event for the stream, and (PostgreSQL) a NOTIFY that wakes other processes'
+        waits and streams."""
+        ask = self._ask(ask)
+        self._events.append({"at": self.now if at is None else at, "ask_seq": ask.seq,
+                             "agent": ask.agent, "event": name})
+        if notify:
+            self._notify.append(ask.id)
+
+    def log(self, line: str, level: int = logging.INFO, **fields: Any) -> None:
+        """A log line, written after the commit (a change rolled back says nothing)."""
+        self.after.lines.append((line, level, fields))
+
+    def fired(self, action: str, late_s: float) -> None:
+        """The clock did `action` (remind, escalate, expire) `late_s` after it was due."""
+        self.after.fired.append((action, late_s))
+
+    def _ask(self, ask: AskRow | None) -> AskRow:
+        ask = ask or self.ask
+        if ask is None:
+            raise TypeError("this change is about no ask: name one")
+        return ask
+
+    async def flush(self) -> None:
+        """Write what was collected: history, outbox rows, then the events, last."""
+        if self._history:
+            await q.add_histories(self.conn, self._history)
+        if self._outbox:
+            await outbox.add(self.conn, self._outbox)
+        if self._events:
+            postgres = self._parts.store.is_postgres
+            if postgres:
+                for ask_id in dict.fromkeys(self._notify):
+                    await q.notify(self.conn, ask_id)
+            await event_rows.add_many(self.conn, self._events, serialize=postgres)
+            self.after.events = True
+
+
+class Changes:
+    """Opens changes: the store, the clock, who is told after a commit, and the surfaces that
+    decide which outbox rows a change writes."""
+
+    def __init__(
+        self, store: Store, clock: Clock, signals: Signals, places: Places, tally: Tally
+    ) -> None:
+        self.store, self.clock, self.signals = store, clock, signals
+        self.places, self.tally = places, tally
+
+    @contextlib.asynccontextmanager
+    async def __call__(
+        self, ask: AskRow | None = None, seen: Seen | None = None
+    ) -> AsyncIterator[Change]:
+        """A change about `ask` (or several asks, named at each step). With `seen`, the event
+        that caused it is recorded first: AlreadySeen, and nothing written, when it was acted
+        on before."""
+        try:
+            async with self.store.write() as conn:
+                change = Change(conn, self, ask)
+                if seen is not None:
+                    await posts.record_delivery(conn, seen.key, seen.source, change.now)
+                yield change
+                await change.flush()
+        except Duplicate:
+            if seen is None:
+                raise
+            raise AlreadySeen(seen.key) from None
+        try:
+            self.committed(change.after)
+        except Exception:  # committed: the caller gets its outcome whatever this says
+            log.exception("after a commit")
+
+    def committed(self, after: _After) -> None:
+        """After a commit, in one place: wake, poke, tally, log."""
+        signals = self.signals
+        for ask_id, row in after.woken:
+            signals.waiters.wake(ask_id, row)
+        for ask in after.created:
+            signals.due(ask.due_at)
+        signals.committed(events=after.events or bool(after.created), outbox=after.outbox)
+        for ask in after.created:
+            self.tally.created(ask)
+        for ask, status, at in after.closed:
+            self.tally.closed(ask, status, at)
+        for action, late in after.fired:
+            self.tally.fired(action, late)
+        for line, level, fields in after.lines:
+            emit(log, line, level=level, **fields)

@@ -1,0 +1,51 @@
+"""What the use cases work with, built once by the composition root (bot/app.py) and never
+written onto afterwards: the store (for reads), the unit of work (`change`, for every write),
+the clock, the policy, the surfaces (`places`), what commits tell this process (`signals`), the
+event stream, and the creates' batcher. Each use case (core/app/*.py) takes it and reaches only
+what its docstring says; none holds state of its own but through here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.app.batch import Batcher
+from core.app.change import Changes
+from core.app.places import Places
+from core.app.signals import Signals
+from core.app.stream import EventHub
+from core.app.tally import Tallies
+from core.app.timing import Clock
+from core.domain.policy import Defaults, Gate
+from store.db import Store
+
+
+@dataclass(frozen=True, eq=False)
+class Parts:
+    store: Store
+    clock: Clock
+    defaults: Defaults
+    gates: list[Gate]
+    places: Places
+    signals: Signals
+    tally: Tallies
+    change: Changes
+    stream: EventHub
+    batcher: Batcher = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batcher", Batcher(self.store, self.change))
+
+    @classmethod
+    def build(
+        cls, store: Store, defaults: Defaults, gates: list[Gate] | None = None,
+        clock: Clock | None = None, places: Places | None = None, signals: Signals | None = None,
+    ) -> Parts:
+        clock = clock or Clock()
+        places = places if places is not None else Places()
+        signals = signals or Signals()
+        tally = Tallies()
+        return cls(
+            store=store, clock=clock, defaults=defaults, gates=list(gates or []), places=places,
+            signals=signals, tally=tally, change=Changes(store, clock, signals, places, tally),
+            stream=EventHub(store, clock, signals.events_poke),
+        )
