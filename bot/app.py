@@ -31,21 +31,21 @@ from bot.metrics import setup as setup_metrics
 from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
 from bot.surfaces import PLUGINS, register
-from bot.tokens import ensure_tokens, token_file_path
-from core.app.asks import Asks
-from core.app.gating import Gates
-from core.app.ports import SurfaceConfigError, SurfacePlugin
+from bot.token_file import ensure_tokens, token_file_path
+from core.app import delivery
+from core.app.parts import Parts
+from core.app.ports import SurfaceConfigError
+from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock
 from core.domain.logline import emit
 from handlers.web import events_session, operator_session, operator_session_alive
 from handlers.web import setup as setup_inbox
-from store import outbox
 from store.db import Store, StoreError
 
 log = logging.getLogger("aye")
 ACCESS = logging.getLogger("aye.access")
 
-ASKS = web.AppKey("asks", Asks)
+SERVICE = web.AppKey("service", Service)
 # What /healthz says of each surface, on or off, in the order of the plug-ins.
 SURFACE_NAMES = web.AppKey("surface_names", list[str])
 # On SIGTERM: in-flight sends get this long to finish; the whole stop stays within 10 s.
@@ -63,38 +63,38 @@ def create_app(
     logs.quiet_libraries()
     register(plugins)
     store = Store(settings.database_url)
-    asks = Asks(store, config.defaults, clock)
+    parts = Parts.build(store, config.defaults, config.gates, clock)
+    service = Service(parts)
     for plugin in plugins:
         surface_settings = plugin.read_settings(settings.env)
         if surface_settings is not None:
-            asks.add_surface(plugin.build(surface_settings, config.section(plugin.name), asks))
-    asks.add_surface(Callbacks(asks, callback_targets(config)))
-    gates = Gates(asks, config.gates)
-    api = AskApi(asks, gates, tokens, session_ok=operator_session, public_url=settings.public_url,
+            service.add_surface(plugin.build(surface_settings, config.section(plugin.name), service))
+    service.add_surface(Callbacks(service, callback_targets(config)))
+    api = AskApi(service, tokens, session_ok=operator_session, public_url=settings.public_url,
                  session_alive=operator_session_alive)
-    door = Door(asks, {v.name: v.build() for v in config.verifiers},
+    door = Door(service, {v.name: v.build() for v in config.verifiers},
                 key=tokens.derived_key(b"external deliveries"))
     # events_session before api.auth: GET /v1/events takes the inbox's session, from the store.
     app = web.Application(middlewares=[access_log, errors, events_session, api.auth],
                           client_max_size=MAX_REQUEST)
-    app[ASKS] = asks
+    app[SERVICE] = service
     app[SURFACE_NAMES] = [p.name for p in plugins]
     app.add_routes(api.routes())
     app.add_routes(door.routes())
     app.add_routes(whoami_routes())
     app.add_routes([web.get("/healthz", healthz)])
-    for surface in asks.surfaces.values():
+    for surface in parts.places.values():
         app.add_routes(surface.routes())
     setup_inbox(
-        app, asks, operator_ok=tokens.is_operator,
+        app, service, operator_ok=tokens.is_operator,
         secure=(settings.public_url or "").startswith("https://"),
         session_key=tokens.derived_key(b"web inbox sessions"),
     )
     app.cleanup_ctx.append(_lifecycle)
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
-    setup_mcp(app, asks, gates, tokens, host=settings.host, public_url=settings.public_url)
+    setup_mcp(app, service, tokens, host=settings.host, public_url=settings.public_url)
     # Last: its middleware goes first (it sees every status), its series start with every surface.
-    setup_metrics(app, asks, tokens)
+    setup_metrics(app, service, tokens)
     return app
 
 
@@ -130,27 +130,27 @@ def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     # One exit stack owns everything long-lived: if any later step fails at startup, what
     # was opened before it is still closed (aiohttp would skip earlier cleanup_ctx otherwise).
-    asks = app[ASKS]
+    parts = app[SERVICE].parts
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(asks.store.close)
+        stack.push_async_callback(parts.store.close)
         # Before the store closes: the creates queued in a batch commit and are answered.
-        stack.push_async_callback(asks.batcher.close)
-        await asks.store.open()
-        if asks.store.is_postgres:
-            listener = PgListener(asks.store.url, asks.waiters, asks.events.poke)
+        stack.push_async_callback(parts.batcher.close)
+        await parts.store.open()
+        if parts.store.is_postgres:
+            listener = PgListener(parts.store.url, parts.signals.waiters, parts.stream.poke)
             await listener.start()
             stack.push_async_callback(listener.close)
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
-        for surface in asks.surfaces.values():
+        for surface in parts.places.values():
             await surface.start(session)
             stack.push_async_callback(surface.close)
-        deliverer = Deliverer(asks)
-        await asks.events.start()
+        deliverer = Deliverer(parts)
+        await parts.stream.start()
         tasks = [
-            asyncio.create_task(run_clock(asks), name="aye-clock"),
+            asyncio.create_task(run_clock(parts), name="aye-clock"),
             asyncio.create_task(deliverer.run(), name="aye-outbox"),
-            asyncio.create_task(asks.events.run(), name="aye-events"),
+            asyncio.create_task(parts.stream.run(), name="aye-events"),
         ]
         stack.push_async_callback(_cancel, tasks)
         # Runs first on the way out: sends in flight finish before the loops are cancelled.
@@ -199,19 +199,19 @@ async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    asks = request.app[ASKS]
-    store_ok = await asks.store.ping()
+    parts = request.app[SERVICE].parts
+    store_ok = await parts.store.ping()
     surfaces: dict[str, dict[str, Any]] = {name: {"on": False} for name in request.app[SURFACE_NAMES]}
-    for name, surface in asks.surfaces.items():
+    for name, surface in parts.places.items():
         if name != CALLBACKS:  # not a place people answer: shown on its own below
             surfaces[name] = surface.health()
     body = {
         "ok": store_ok,
         "store": "ok" if store_ok else "unreachable",
         "surfaces": surfaces,
-        "callbacks": asks.surfaces[CALLBACKS].health() if CALLBACKS in asks.surfaces else None,
-        "parked": len(asks.waiters),
-        "dead_letters": await outbox.dead_letters(asks.store) if store_ok else None,
+        "callbacks": callbacks.health() if (callbacks := parts.places.get(CALLBACKS)) else None,
+        "parked": len(parts.signals.waiters),
+        "dead_letters": await delivery.dead_letters(parts) if store_ok else None,
     }
     return web.json_response(body, status=200 if store_ok else 503)
 
@@ -264,7 +264,7 @@ def serve() -> int:
         return lines
 
     try:
-        asyncio.run(run(app, settings.host, settings.port, banner, app[ASKS].release_waiters))
+        asyncio.run(run(app, settings.host, settings.port, banner, app[SERVICE].release_waiters))
     except (CannotListen, StoreError) as exc:
         return _fail(str(exc))
     return 0

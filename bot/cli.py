@@ -21,7 +21,7 @@ from dotenv import load_dotenv
 from bot import cli_formats, cli_show, cli_watch, logs
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
-from bot.tokens import read_token_file, token_file_path
+from bot.token_file import read_token_file, token_file_path
 
 SERVE_ENV = """environment (a .env file in the working folder is read too; the real environment wins):
   AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)

@@ -20,7 +20,7 @@ from ask_api.mcp.tools import build_server
 from bot import logs
 from bot.settings import SettingsError, server_url, store_url
 from bot.surfaces import PLUGINS, register
-from bot.tokens import read_token_file, token_file_path
+from bot.token_file import read_token_file, token_file_path
 
 EXIT_OK, EXIT_USAGE = 0, 2
 

@@ -23,7 +23,7 @@ from pydantic import (
 
 from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
 from bot.surfaces import PLUGINS
-from core.app.ports import SurfacePlugin
+from core.app.service import SurfacePlugin
 from core.domain.callback_urls import BadUrl, parse_prefix
 from core.domain.kinds import VERIFIER_NAME
 from core.domain.policy import (

@@ -6,11 +6,10 @@ import asyncio
 import contextlib
 import logging
 
-from core.app import deadlines, limits, posts, tally
-from core.app.asks import Asks
+from core.app import deadlines, delivery, reading, tally
+from core.app.parts import Parts
 from core.app.ports import GiveUp, RetryLater
 from core.domain.logline import emit
-from store import outbox
 from store.models import AskRow, OutboxRow
 
 log = logging.getLogger("aye.loops")
@@ -27,37 +26,36 @@ MAX_BACKOFF = 300.0
 MAX_ATTEMPTS = 30
 
 
-async def _sweep(asks: Asks) -> None:
+async def _sweep(parts: Parts) -> None:
     try:
-        await posts.sweep(asks)
-        async with asks.store.write() as conn:  # limits' counts of windows long past
-            await limits.forget_old(conn, asks.clock.now())
+        await delivery.sweep(parts)
     except asyncio.CancelledError:
         raise
     except Exception:
         log.exception("sweep failed; trying again later")
 
 
-async def run_clock(asks: Asks) -> None:
+async def run_clock(parts: Parts) -> None:
     """Fire due deadlines and escalations, then sleep until the next one (or a poke)."""
-    next_sweep = asks.clock.now() + SWEEP_EVERY
+    clock, signals = parts.clock, parts.signals
+    next_sweep = clock.now() + SWEEP_EVERY
     while True:
-        asks.clock_poke.clear()
+        signals.clock_poke.clear()
         try:
-            await deadlines.fire_due(asks)
-            due = await deadlines.next_due(asks)
+            await deadlines.fire_due(parts)
+            due = await deadlines.next_due(parts)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("clock tick failed; trying again")
             due = None
-        if asks.clock.now() >= next_sweep:
-            next_sweep = asks.clock.now() + SWEEP_EVERY
-            await _sweep(asks)
-        now = asks.clock.now()
+        if clock.now() >= next_sweep:
+            next_sweep = clock.now() + SWEEP_EVERY
+            await _sweep(parts)
+        now = clock.now()
         until = now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK)
-        asks.clock_wakes_at = until
-        await asks.clock.sleep_until(until, asks.clock_poke)
+        signals.clock_sleeps_until(until)
+        await clock.sleep_until(until, signals.clock_poke)
 
 
 def waited(wait: RetryLater) -> str:
@@ -68,8 +66,8 @@ def waited(wait: RetryLater) -> str:
 class Deliverer:
     """Hands outbox rows to their surfaces; failures are retried with backoff, never dropped."""
 
-    def __init__(self, asks: Asks) -> None:
-        self.asks = asks
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
         self._slots = asyncio.Semaphore(DELIVERY_CONCURRENCY)
         self.stopping = False
 
@@ -77,39 +75,37 @@ class Deliverer:
         """On the way out: claim nothing new, let the sends in flight finish (for `within`
         seconds at most; what is still unsent then goes back to the outbox, never lost)."""
         self.stopping = True
-        self.asks.outbox_poke.set()
+        self.parts.signals.outbox_poke.set()
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(task), within)
 
     async def run(self) -> None:
         while not self.stopping:
-            self.asks.outbox_poke.clear()
+            self.parts.signals.outbox_poke.clear()
             try:
-                rows = await outbox.claim(
-                    self.asks.store, self.asks.clock.now(), CLAIM_BATCH, CLAIM_SECONDS
-                )
+                rows = await delivery.claim(self.parts, CLAIM_BATCH, CLAIM_SECONDS)
                 if rows:
                     await asyncio.gather(*(self.deliver(row) for row in rows))
                     continue
-                due = await outbox.next_due(self.asks.store)
+                due = await delivery.next_due(self.parts)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("outbox pass failed; trying again")
                 due = None
-            now = self.asks.clock.now()
+            now = self.parts.clock.now()
             until = now + IDLE_LOOK if due is None else min(max(due, now + 0.05), now + IDLE_LOOK)
             if not self.stopping:
-                await self.asks.clock.sleep_until(until, self.asks.outbox_poke)
+                await self.parts.clock.sleep_until(until, self.parts.signals.outbox_poke)
 
     async def deliver(self, row: OutboxRow) -> None:
-        surface = self.asks.surfaces.get(row.surface)
-        ask = await self.asks.by_seq(row.ask_seq)
+        surface = self.parts.places.get(row.surface)
+        ask = await reading.by_seq(self.parts, row.ask_seq or 0)
         if surface is None or ask is None:
             # The surface is off in this process (its secrets are absent): try later, where
             # a process with it on may pick the row up.
             await self._retry(row, 60.0, "surface not running here")
-            self.asks.tally.delivered(row.surface, tally.NOT_RUNNING)
+            self.parts.tally.delivered(row.surface, tally.NOT_RUNNING)
             return
         async with self._slots:
             try:
@@ -125,9 +121,9 @@ class Deliverer:
             except Exception as exc:
                 result = await self._failed(row, ask, exc)
             else:
-                await outbox.finish(self.asks.store, row.id, self.asks.clock.now())
+                await delivery.finish(self.parts, row)
                 result = tally.OK
-        self.asks.tally.delivered(row.surface, result)
+        self.parts.tally.delivered(row.surface, result)
 
     async def _failed(self, row: OutboxRow, ask: AskRow, exc: Exception) -> str:
         """The row given up (a dead letter) or due again, as `exc` says; how it ended."""
@@ -152,11 +148,10 @@ class Deliverer:
     async def _bury(self, row: OutboxRow, ask: AskRow, why: str) -> None:
         """A dead letter: never tried again, counted in /healthz, its reason in the history;
         the ask's other surfaces carry on with their own rows."""
-        await outbox.bury(self.asks.store, row.id, self.asks.clock.now(), why)
-        await posts.record_undelivered(self.asks, ask, row.surface, row.action, why)
+        await delivery.bury(self.parts, row, ask, why)
 
     async def _retry(self, row: OutboxRow, after: float | None, why: str) -> None:
         """Due again `after` seconds from now, or with backoff by the row's attempts."""
         if after is None:
             after = min(2.0 ** (row.attempts or 0), MAX_BACKOFF)
-        await outbox.retry(self.asks.store, row.id, self.asks.clock.now() + after, why)
+        await delivery.retry(self.parts, row, after, why)

@@ -3,7 +3,7 @@
 Each app has a registry of its own, so that several apps in one process (the tests) never
 share the library's global one. The numbers come from three places:
 
-- What this process did, told by the core and the delivery loop through `asks.tally`
+- What this process did, told by the core and the delivery loop through the Tally it subscribes
   (core/app/tally.py) after each commit: asks created and closed, how long answers took, how
   late the clock fired, how deliveries to surfaces ended. Per process: with several processes
   on one PostgreSQL each counts its own work, so aggregate them with `sum`. Nothing here reads
@@ -41,7 +41,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from ask_api.tokens import TokenBook
 from bot.connections import BodyTimeout
 from core.app import tally
-from core.app.asks import Asks
+from core.app.parts import Parts
+from core.app.service import Service
 from core.app.tally import Tally
 from core.domain import rules
 from store.asks import ASKS
@@ -91,14 +92,14 @@ class StoreFacts:
     first_due: float | None
 
 
-async def read_store(asks: Asks) -> StoreFacts:
-    async with asks.store.read() as conn:
+async def read_store(parts: Parts) -> StoreFacts:
+    async with parts.store.read() as conn:
         opened = (await conn.execute(OPEN_BY_KIND)).all()
         pending = (await conn.execute(PENDING_BY_SURFACE)).all()
         dead = (await conn.execute(DEAD_BY_SURFACE)).all()
         first_due = await conn.scalar(FIRST_DUE)
     return StoreFacts(
-        at=asks.clock.now(),
+        at=parts.clock.now(),
         open={str(kind): int(n) for kind, n in opened},
         pending={str(s): (int(n), float(oldest)) for s, n, oldest in pending},
         dead={str(s): int(n) for s, n in dead},
@@ -110,13 +111,13 @@ class StoreCollector(Collector):
     """Gauges of the shared store. prometheus-client collects synchronously, so the scrape
     reads the store first (`refresh`) and the collector hands out what it read."""
 
-    def __init__(self, asks: Asks) -> None:
-        self.asks = asks
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
         self.facts: StoreFacts | None = None
 
     async def refresh(self) -> None:
         try:
-            self.facts = await read_store(self.asks)
+            self.facts = await read_store(self.parts)
         except (SQLAlchemyError, OSError):
             # The scrape still answers (this process's own numbers), with aye_store_up 0.
             log.warning("metrics: the store did not answer")
@@ -143,7 +144,7 @@ class StoreCollector(Collector):
         return iter((opened, overdue))
 
     def _outbox(self, facts: StoreFacts) -> Iterator[Metric]:
-        surfaces = sorted(set(self.asks.surfaces) | set(facts.pending) | set(facts.dead))
+        surfaces = sorted(set(self.parts.places) | set(facts.pending) | set(facts.dead))
         pending = GaugeMetricFamily("aye_outbox_pending", "Outbox rows not yet delivered")
         pending.add_metric([], sum(n for n, _ in facts.pending.values()))
         oldest = GaugeMetricFamily(
@@ -163,8 +164,8 @@ class StoreCollector(Collector):
 class SurfaceCollector(Collector):
     """What the running surfaces count themselves, read from their `health()`."""
 
-    def __init__(self, asks: Asks) -> None:
-        self.asks = asks
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
 
     def collect(self) -> Iterator[Metric]:
         webhooks = CounterMetricFamily(
@@ -174,7 +175,7 @@ class SurfaceCollector(Collector):
         connected = GaugeMetricFamily(
             "aye_surface_connected", "1 while the surface's connection is up", labels=["surface"]
         )
-        for name, surface in sorted(self.asks.surfaces.items()):
+        for name, surface in sorted(self.parts.places.items()):
             health = surface.health()
             if isinstance(health.get("deliveries"), int):
                 webhooks.add_metric([name, "accepted"], health["deliveries"])
@@ -191,13 +192,13 @@ def route_of(request: web.Request) -> str:
 
 
 class Counts(Tally):
-    """The counters of what this process did, fed as `asks.tally` (core/app/tally.py)."""
+    """The counters of what this process did, told of each commit (core/app/tally.py)."""
 
     def __init__(self, registry: CollectorRegistry, surfaces: Iterable[str]) -> None:
         r = registry
-        self.asks_created = Counter("aye_asks_created", "Asks created", ["kind"], registry=r)
+        self.asks_created = Counter("aye_asks_created", "Parts created", ["kind"], registry=r)
         self.asks_closed = Counter(
-            "aye_asks_closed", "Asks closed, by how", ["kind", "status"], registry=r
+            "aye_asks_closed", "Parts closed, by how", ["kind", "status"], registry=r
         )
         self.answer_seconds = Histogram(
             "aye_answer_seconds", "From an ask's creation to its answer", ["kind"],
@@ -241,16 +242,16 @@ class Counts(Tally):
 
 
 class Metrics:
-    """The app's registry: this process's counts (installed as `asks.tally` by `setup`), the
+    """The app's registry: this process's counts (subscribed to the service by `setup`), the
     HTTP middleware, and the gauges read at each scrape."""
 
-    def __init__(self, asks: Asks, tokens: TokenBook) -> None:
+    def __init__(self, parts: Parts, tokens: TokenBook) -> None:
         # Counters' `_created` series would double the exposition; process_start_time_seconds
         # already says when counting began.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.asks, self.tokens = asks, tokens
+        self.parts, self.tokens = parts, tokens
         self.registry = r = CollectorRegistry()
-        self.counts = Counts(r, asks.surfaces)
+        self.counts = Counts(r, parts.places)
         self.http_requests = Counter(
             "aye_http_requests", "HTTP requests", ["method", "route", "status"], registry=r
         )
@@ -259,14 +260,14 @@ class Metrics:
             buckets=HTTP_BUCKETS, registry=r,
         )
         Gauge("aye_waits_parked", "Agents parked on a wait", registry=r).set_function(
-            lambda: len(asks.waiters)
+            lambda: len(parts.signals.waiters)
         )
         Gauge("aye_event_streams", "Event streams connected", registry=r).set_function(
-            lambda: len(asks.events.subscribers)
+            lambda: len(parts.stream.subscribers)
         )
-        self.store_facts = StoreCollector(asks)
+        self.store_facts = StoreCollector(parts)
         r.register(self.store_facts)
-        r.register(SurfaceCollector(asks))
+        r.register(SurfaceCollector(parts))
         ProcessCollector(registry=r)
 
     # -- HTTP --------------------------------------------------------------------------------
@@ -318,13 +319,13 @@ class Metrics:
 METRICS = web.AppKey("metrics", Metrics)
 
 
-def setup(app: web.Application, asks: Asks, tokens: TokenBook) -> Metrics:
+def setup(app: web.Application, service: Service, tokens: TokenBook) -> Metrics:
     """`GET /metrics`, the HTTP middleware (outermost: it sees every status the others set),
-    and the counts as `asks.tally`; the Metrics also at `app[METRICS]`. Call it once the
+    and the counts subscribed to the service's changes; the Metrics also at `app[METRICS]`. Call it once the
     surfaces are added (their series start at zero)."""
-    metrics = Metrics(asks, tokens)
+    metrics = Metrics(service.parts, tokens)
     app[METRICS] = metrics
-    asks.tally = metrics.counts
+    service.count_with(metrics.counts)
     app.middlewares.insert(0, metrics.middleware)
     app.add_routes([web.get(PATH, metrics.scrape)])
     return metrics

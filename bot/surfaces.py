@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from core.app.ports import SurfacePlugin
+from core.app.service import SurfacePlugin
 from core.domain import kinds
 from handlers.github import PLUGIN as GITHUB
 from handlers.slack import PLUGIN as SLACK
