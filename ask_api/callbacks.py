@@ -29,12 +29,11 @@ from yarl import URL
 
 from ask_api.callback_dns import BLOCKED, BlockedAddress, GuardedResolver
 from ask_api.views import ask_view
-from core.app.asks import Asks
-from core.app.ports import CLOSE, GiveUp, RetryLater
+from core.app.ports import CLOSE, AskRow, GiveUp, RetryLater
+from core.app.service import Service
 from core.domain.callback_urls import BadUrl, Parsed, match
 from core.domain.logline import emit
 from core.domain.responders import Responder
-from store.models import AskRow
 
 log = logging.getLogger("aye.callbacks")
 
@@ -84,7 +83,7 @@ class Callbacks:
     name = NAME
 
     def __init__(
-        self, asks: Asks, targets: Mapping[str, Target], lookup: AbstractResolver | None = None
+        self, asks: Service, targets: Mapping[str, Target], lookup: AbstractResolver | None = None
     ) -> None:
         self.asks = asks
         self.targets = dict(targets)

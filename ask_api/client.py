@@ -202,13 +202,13 @@ class AyeClient:
         """Park until every one of the asks (ids, refs, or asks as create() returns them; up
         to 100) is closed, or `timeout` seconds have passed; the asks in the order given (read
         a value with answer_value). Across as many requests, and restarts of aye, as needed."""
-        return await client_many.wait_many(self, asks_or_ids, "all", timeout)
+        return await client_many.wait_many(self, asks_or_ids, "all", timeout, WAIT_SLICE_S)
 
     async def wait_any(
         self, asks_or_ids: Iterable[str | Mapping[str, Any]], timeout: float | None = None
     ) -> list[dict[str, Any]]:
         """As wait_all, until at least one of them is closed: the others come back open."""
-        return await client_many.wait_many(self, asks_or_ids, "any", timeout)
+        return await client_many.wait_many(self, asks_or_ids, "any", timeout, WAIT_SLICE_S)
 
     async def start(
         self, work: dict[str, Any], title: str | None = None, links: list[str] | None = None,

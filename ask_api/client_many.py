@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ask_api.client_types import StartRefused, loop_time_of, start_refusal
 
-if TYPE_CHECKING:
-    from ask_api.client import AyeClient
-
 MAX_IDS = 100  # the server's limit on one POST /v1/asks/wait
+
+
+class Client(Protocol):
+    """What these need of AyeClient (ask_api.client): its requests and its single wait."""
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, until: float | None = None
+    ) -> tuple[int, Any]: ...
+
+    async def wait(self, ask_id: str, timeout: float | None = None) -> dict[str, Any]: ...
 
 
 def ids_of(asks_or_ids: Iterable[str | Mapping[str, Any]]) -> list[str]:
@@ -39,15 +46,13 @@ def _retry_until(views: Iterable[dict[str, Any]], end: float | None, now: float)
 
 
 async def wait_many(
-    client: AyeClient, asks_or_ids: Iterable[str | Mapping[str, Any]], until: str,
-    timeout: float | None,
+    client: Client, asks_or_ids: Iterable[str | Mapping[str, Any]], until: str,
+    timeout: float | None, slice_s: float,
 ) -> list[dict[str, Any]]:
     """Park until all (or any) of the asks are closed, or `timeout` seconds have passed;
     each ask as the agent sees it, in the order given. A closed ask is read once and kept:
     only those still open are asked for again (a sensitive answer is erased by its first
-    read), in requests of at most a minute each (the server's own cap is 300 s)."""
-    from ask_api.client import WAIT_SLICE_S  # read at call time, as the single wait does
-
+    read), in requests of at most `slice_s` each (the server's own cap is 300 s)."""
     ids = ids_of(asks_or_ids)
     loop = asyncio.get_running_loop()
     end = None if timeout is None else loop.time() + max(0.0, timeout)
@@ -56,7 +61,7 @@ async def wait_many(
     retry_until = end
     while True:
         waiting = [i for i in range(len(ids)) if i not in closed]
-        left = WAIT_SLICE_S if end is None else max(0.0, min(WAIT_SLICE_S, end - loop.time()))
+        left = slice_s if end is None else max(0.0, min(slice_s, end - loop.time()))
         body = {"ids": [ids[i] for i in waiting], "until": until, "timeout": math.ceil(left)}
         _, reply = await client._request("POST", "/v1/asks/wait", body, until=retry_until)
         for i, view in zip(waiting, reply["asks"], strict=True):
@@ -68,7 +73,7 @@ async def wait_many(
 
 
 async def start(
-    client: AyeClient, work: dict[str, Any], what: dict[str, Any], wait: bool,
+    client: Client, work: dict[str, Any], what: dict[str, Any], wait: bool,
     timeout: float | None,
 ) -> dict[str, Any]:
     """POST /v1/starts until the start is decided: the decision when allowed; a pending one

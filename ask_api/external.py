@@ -8,7 +8,7 @@ delivery signed by another verifier than the ticket's is a 404, as for an unknow
 ticket's state (one uniform 404 for unknown, expired, withdrawn or used; 200 `already_answered`
 for the accepted delivery again); the payload against the ask's schema (400 naming the part;
 the ticket stays usable); and last one conditional write that answers the ask
-(core/app/external.py).
+(core/app/external_asks.py), which also records a payload that does not fit or cannot be read.
 
 Nothing here logs a ticket: the access log shows the route's pattern, and the lines below the
 ask's id and ref.
@@ -28,14 +28,11 @@ from cachetools import TTLCache
 from ask_api.http import ApiError, field_path, json_of, read_body
 from ask_api.schemas import unusable
 from ask_api.verifiers import Verifier
-from core.app import external
-from core.app.asks import Asks
-from core.domain import payloads, rules
-from core.domain.answering import INVALID_ANSWER
+from core.app.service import Service
+from core.domain import external, payloads, rules
 from core.domain.bodies import encoding_problem
 from core.domain.forms import Misfit
 from core.domain.logline import emit
-from store.models import AskRow
 
 log = logging.getLogger("aye.external")
 
@@ -74,8 +71,8 @@ class Buckets:
 
 
 class Door:
-    def __init__(self, asks: Asks, verifiers: Mapping[str, Verifier], key: bytes) -> None:
-        """`key` keys the digests of accepted deliveries (core.app.external.digest)."""
+    def __init__(self, asks: Service, verifiers: Mapping[str, Verifier], key: bytes) -> None:
+        """`key` keys the digests of accepted deliveries (core.domain.external.digest)."""
         self.asks, self.key = asks, key
         self.verifiers = dict(verifiers)
         self.buckets = Buckets()
@@ -94,7 +91,7 @@ class Door:
             raise limited
         ticket = request.match_info["ticket"]
         plausible = ticket.isascii() and ticket.isprintable() and len(ticket) <= MAX_TICKET
-        ask = await external.find(self.asks, ticket) if plausible else None
+        ask = await self.asks.find_by_ticket(ticket) if plausible else None
         verifier = self.verifiers.get(ask.verifier or "") if ask is not None else None
         if ask is None or verifier is None or verifier not in signed_by:
             self.buckets.spend(address)
@@ -108,38 +105,37 @@ class Door:
                 log.warning("external ask %s names verifier %s, which is no longer configured",
                             ask.id, ask.verifier)
             raise _dead()
-        payload = await self._payload(ask, body) if ask.status == rules.OPEN else None
-        done = await external.deliver(self.asks, ask, external.digest(body, self.key), payload)
+        payload, unreadable, code = None, None, "invalid_payload"
+        if ask.status == rules.OPEN:
+            payload, unreadable, code = _payload(body)
+        done = await self.asks.deliver_external(
+            ask, external.digest(body, self.key), payload, unreadable
+        )
         emit(log, "external.delivery", id=ask.id, ref=rules.ref(ask), verifier=verifier.name,
              outcome=done.outcome)
         if done.outcome in ("taken", "already_answered"):
             return web.json_response({"outcome": done.outcome})
         misfit = done.result.misfit if done.result is not None else None
         if misfit is not None:
-            raise ApiError(400, "invalid_payload", f"{misfit.field}: {misfit.message}", misfit.field)
+            raise ApiError(400, code, f"{misfit.field}: {misfit.message}", misfit.field)
         raise _dead()
 
-    async def _payload(self, ask: AskRow, body: bytes) -> Any:
-        """The signed body as JSON the store can hold; a body that is not is refused and
-        recorded like any payload that does not fit (400, the ticket still usable): one not
-        in UTF-8 without a byte-order mark as `malformed_body`, as on every route."""
-        code, problem = "invalid_payload", encoding_problem(body)
-        if problem is not None:
-            code, misfit = "malformed_body", Misfit("must be JSON in UTF-8, without a byte-order "
-                                                    "mark", payloads.ROOT)
-        else:
-            try:
-                payload = json_of(body)
-            except ApiError:
-                misfit = Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT)
-            else:
-                bad = unusable(payload)
-                if bad is None:
-                    return payload
-                misfit = Misfit(bad.problem, field_path((payloads.ROOT, *bad.loc)))
-        person = external.responder(ask.verifier or "")
-        await self.asks.refuse(ask, person, INVALID_ANSWER, external.SURFACE, misfit=misfit)
-        raise ApiError(400, code, f"{misfit.field}: {misfit.message}", misfit.field)
+
+def _payload(body: bytes) -> tuple[Any, Misfit | None, str]:
+    """The signed body as JSON the store can hold, or why it cannot be read (the core records
+    it like any payload that does not fit: 400, the ticket still usable), with the error
+    code: one not in UTF-8 without a byte-order mark is `malformed_body`, as on every route."""
+    if encoding_problem(body) is not None:
+        misfit = Misfit("must be JSON in UTF-8, without a byte-order mark", payloads.ROOT)
+        return None, misfit, "malformed_body"
+    try:
+        payload = json_of(body)
+    except ApiError:
+        return None, Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT), "invalid_payload"
+    bad = unusable(payload)
+    if bad is not None:
+        return None, Misfit(bad.problem, field_path((payloads.ROOT, *bad.loc))), "invalid_payload"
+    return payload, None, "invalid_payload"
 
 
 def _unsigned() -> ApiError:

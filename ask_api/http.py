@@ -13,10 +13,11 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
-from core.app.batch import StoreClosing
-from core.app.limits import Limited
+from core.app.ports import StoreClosing
 from core.domain.bodies import encoding_problem
+from core.domain.limits import Limited
 from core.domain.policy import key_path
+from core.domain.types import CallbackRefused
 
 log = logging.getLogger("aye.api")
 
@@ -110,6 +111,11 @@ async def parse(request: web.Request, model: type[Model]) -> tuple[Model, dict[s
         raise _invalid(exc) from None
 
 
+def callback_refused(exc: CallbackRefused) -> ApiError:
+    """A callback the operator did not allow this agent: 422 naming callback_url."""
+    return ApiError(422, "invalid_field", f"callback_url: {exc}", "callback_url")
+
+
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
@@ -120,6 +126,8 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         limited = ApiError(429, exc.code, exc.message)
         limited.retry_after = exc.retry_after
         return limited.response()
+    except CallbackRefused as exc:  # the core's check (core.domain.types.AgentInfo)
+        return callback_refused(exc).response()
     except web.HTTPRequestEntityTooLarge:
         return ApiError(413, "body_too_large", "the body is over 64 KiB").response()
     except (sqlalchemy.exc.TimeoutError, sqlalchemy.exc.OperationalError, StoreClosing):

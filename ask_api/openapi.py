@@ -21,7 +21,7 @@ from pydantic.json_schema import models_json_schema
 
 from ask_api import responses as shown
 from ask_api.schemas import AnswerBody, Bodies, WaitBody
-from core.app import events
+from core.app.service import EVENT_NAMES
 from core.domain import rules
 
 OPENAPI = "3.1.0"
@@ -240,7 +240,7 @@ def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "type": "object", "required": ["id", "event", "data"],
         "properties": {
             "id": {"type": "string", "pattern": "^[0-9]+$"},
-            "event": {"enum": list(events.NAMES)},
+            "event": {"enum": list(EVENT_NAMES)},
             "data": {"type": "string", "contentMediaType": JSON, "contentSchema": either_ask()},
             "retry": {"type": "integer"},
         },

@@ -1,7 +1,7 @@
 """What the `/v1` routes return, as pydantic models: the OpenAPI document's response schemas.
 
 They mirror ask_api/views.py and the routes' bodies key for key. Every model forbids keys it
-does not name, so a key a view gains without a field here makes tests/test_openapi.py fail
+does not name, so a key a view gains without a field here makes tests/e2e/test_openapi.py fail
 (it validates real responses against the document) instead of the document drifting quietly.
 A key a view adds only where it applies is a field with `sometimes()`: not required, and never
 null when it is there unless its type says so.

@@ -8,9 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ask_api.creating import create, may_call_back, new_ask
+from ask_api.creating import create, new_ask
 from ask_api.delivery import send_whole
-from ask_api.events import stream
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
 from ask_api.openapi import OpenApi
@@ -20,16 +19,14 @@ from ask_api.schemas import (
     WaitBody,
     bodies,
 )
+from ask_api.sse import stream
 from ask_api.tokens import Caller, TokenBook
-from ask_api.views import ask_view, operator_view
-from core.app import external, reads, starts
-from core.app.asks import Asks
-from core.app.gating import Gates
-from core.domain import formats, rules
-from core.domain.policy import gate_for
+from ask_api.views import ask_view, decision_body, operator_view
+from core.app.ports import AskRow, CallDecision
+from core.app.service import Service
+from core.domain import external, formats, rules
+from core.domain.ask import is_external
 from core.domain.responders import OPERATOR
-from core.domain.types import CallDecision
-from store.models import AskRow
 
 log = logging.getLogger("aye.api")
 
@@ -55,40 +52,13 @@ def taken(ask: Any, now: Any) -> dict[str, Any]:
 
 def decided(decision: CallDecision) -> web.Response:
     """A gate's decision on a call or a start, as the contract words it."""
-    if decision.decision == "allow":
-        out: dict[str, Any] = {"decision": "allow"}
-        if decision.approval:
-            out["approval"] = decision.approval
-        return web.json_response(out)
-    if decision.decision == "pending" and decision.ask is not None:
-        return web.json_response({"decision": "pending", "ask": ask_view(decision.ask)}, status=202)
-    earlier = decision.ask
-    if decision.repeat and earlier is not None:
-        return web.json_response({
-            "decision": "refuse", "error": "approval_refused",
-            "message": "this exact call was refused; it is not asked again until "
-                       "the refusal is forgotten",
-            "by": earlier.answered_by, "note": earlier.answer_note, "repeat": True,
-            "approval": earlier.id,
-        }, status=403)
-    if decision.error is not None and earlier is not None:
-        said = ("this start was refused" if decision.error == starts.START_REFUSED
-                else "nobody approved this start in time")
-        return web.json_response({
-            "decision": "refuse", "error": decision.error,
-            "message": f"{said}: the work is cancelled for this agent",
-            "by": earlier.answered_by if decision.error == starts.START_REFUSED else None,
-            "note": earlier.answer_note, "approval": earlier.id,
-        }, status=403)
-    return web.json_response({
-        "decision": "refuse", "error": "approval_unavailable",
-        "message": "no responder of this gate can be reached for this work",
-    }, status=403)
+    body, status = decision_body(decision)
+    return web.json_response(body, status=status)
 
 
 class AskApi:
     def __init__(
-        self, asks: Asks, gates: Gates, tokens: TokenBook,
+        self, asks: Service, tokens: TokenBook,
         session_ok: Callable[[web.Request], bool] | None = None, public_url: str | None = None,
         session_alive: Callable[[web.Request], Awaitable[bool]] | None = None,
     ) -> None:
@@ -101,7 +71,6 @@ class AskApi:
         self.session_alive = session_alive
         self.public_url = public_url.rstrip("/") if public_url else None
         self.asks = asks
-        self.gates = gates
         self.tokens = tokens
         self.bodies = bodies()
         self.openapi = OpenApi(self.bodies)
@@ -176,7 +145,7 @@ class AskApi:
 
     def _remembers(self, ask: Any) -> float | None:
         """How long the gate of an approval's operation remembers its refusal, now."""
-        gate = gate_for(self.gates.gates, ask.operation, ask.agent) if ask.operation else None
+        gate = self.asks.gate_for(ask.operation, ask.agent) if ask.operation else None
         return gate.remembers if gate else None
 
     async def _reply(
@@ -185,14 +154,14 @@ class AskApi:
         record: bool = True,
     ) -> web.StreamResponse:
         """The response showing `rows` as `caller` sees them (`shape` puts the views in the
-        body). For their agent it is a read (core.app.reads), which counts only once the
+        body). For their agent it is a read (core.app.reading), which counts only once the
         response was written in full to a connection still open: a sensitive answer is erased
         then, and not when the client had already gone (its next read gets the value)."""
         if caller.is_operator:
             views = [operator_view(a, await self.asks.history(a.seq or 0), self._remembers(a))
                      for a in rows]
             return web.json_response(shape(views))
-        read = await reads.begin(self.asks, rows, record)
+        read = await self.asks.read_as_agent(rows, record)
         try:
             response = web.json_response(shape([ask_view(a) for a in read.rows]))
             sent = await send_whole(request, response)
@@ -302,7 +271,7 @@ class AskApi:
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
         result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
-        if not result.taken and ask.verifier is not None and result.reason == "not_a_responder":
+        if not result.taken and is_external(ask) and result.reason == "not_a_responder":
             raise ApiError(403, "not_a_responder", f"refused: only {ask.verifier} answers this "
                            "ask, through its signed door; withdraw it instead")
         if result.taken:
@@ -323,15 +292,13 @@ class AskApi:
         raise ApiError(409, "closed", f"refused: {said}")
 
     async def start(self, request: web.Request) -> web.Response:
-        """May this agent start on this work? Asked once per work (see core.app.starts)."""
+        """May this agent start on this work? Asked once per work (see core.app.starting)."""
         caller = self._agent(request)
         body, _ = await parse(request, self.bodies.start)
         assert caller.agent is not None
-        may_call_back(caller.agent, body.callback_url)
         what = body.model_dump(include={"title", "links", "trigger"}, exclude_none=True)
-        await self.asks.count_hit(caller.agent)
-        decision = await starts.start(
-            self.gates, caller.agent, body.work.as_dict(), what, body.callback_url
+        decision = await self.asks.start(
+            caller.agent, body.work.as_dict(), what, body.callback_url
         )
         return decided(decision)
 
@@ -340,9 +307,7 @@ class AskApi:
         body, _ = await parse(request, self.bodies.call)
         assert caller.agent is not None
         work = body.work.as_dict() if body.work else None
-        may_call_back(caller.agent, body.callback_url)
-        await self.asks.count_hit(caller.agent)
-        decision = await self.gates.call(
+        decision = await self.asks.call(
             caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
         )
         return decided(decision)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -27,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from core.domain import formats, forms, kinds, payloads
+from core.domain import kinds
 from core.domain.kinds import VERIFIER_NAME
 
 MAX_TEXT = 3000
@@ -149,65 +148,6 @@ class AskBodyBase(Body):
         if value is not None and info.data.get("deadline") is not None:
             raise ValueError("give deadline or timeout_s, not both")
         return value
-
-
-class FormatProblem(ValueError):
-    """The ask's format does not go with its other fields: `field` names which."""
-
-    def __init__(self, field: str, words: str) -> None:
-        super().__init__(f"{field}: {words}")
-        self.field, self.words = field, words
-
-
-def check_format(body: AskBodyBase) -> str:
-    """The ask's format (the default when none is given), once it goes with its options,
-    schema and bounds; FormatProblem naming the field otherwise."""
-    fmt = body.format or (formats.CHOICE if body.options else formats.TEXT)
-    picks = fmt in (formats.CHOICE, formats.MULTI)
-    if picks and body.options is None:
-        raise FormatProblem("options", f"a {fmt} ask needs 2 to 20 options")
-    if not picks and body.options is not None:
-        raise FormatProblem("options", f"a {fmt} ask takes no options")
-    if fmt != formats.EXTERNAL and body.verifier is not None:
-        raise FormatProblem("verifier", 'only an external ask (format "external") takes a verifier')
-    if fmt == formats.EXTERNAL:
-        _external(body)
-    elif fmt == formats.FORM:
-        _schema(body, forms.check, "a form needs a schema")
-    elif body.form_schema is not None:
-        raise FormatProblem("schema", 'only a form or an external ask takes a schema')
-    if fmt != formats.MULTI:
-        for name in ("min", "max"):
-            if getattr(body, name) is not None:
-                raise FormatProblem(name, f'only a multi (format "multi") takes {name}')
-        return fmt
-    count = len(body.options or [])
-    low, high = body.min if body.min is not None else 1, body.max if body.max is not None else count
-    if not 1 <= low <= count:
-        raise FormatProblem("min", f"must be from 1 to {count} (the number of options)")
-    if not 1 <= high <= count:
-        raise FormatProblem("max", f"must be from 1 to {count} (the number of options)")
-    if low > high:
-        raise FormatProblem("min", "must not be above max")
-    return fmt
-
-
-def _external(body: AskBodyBase) -> None:
-    """An external ask names its verifier (no door opens without one) and the payload's
-    schema, which may be any JSON Schema."""
-    if body.verifier is None:
-        raise FormatProblem("verifier", "an external ask needs the verifier its door checks")
-    _schema(body, payloads.check, "an external ask needs the schema of the payload it waits for")
-
-
-def _schema(body: AskBodyBase, check: Callable[[Any], object], missing: str) -> None:
-    """The ask's schema, present and passing `check` (the form subset, or any JSON Schema)."""
-    if body.form_schema is None:
-        raise FormatProblem("schema", missing)
-    try:
-        check(body.form_schema)
-    except forms.SchemaProblem as problem:
-        raise FormatProblem(problem.field, problem.words) from None
 
 
 class AnswerBody(Body):

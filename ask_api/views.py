@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from core.app import external
-from core.domain import formats, identity, rules
-from core.domain.policy import START
-from store.models import AskRow
+from core.app.ports import AskRow, CallDecision
+from core.domain import external, formats, identity, rules
+from core.domain.ask import is_approval, is_start
+from core.domain.policy import START_REFUSED
 
 # Today's API shows an approval's input as text in `context`, cut here; `input` has it whole.
 INPUT_SHOWN_MAX = 2900
@@ -38,17 +38,17 @@ def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
 
 def question(ask: AskRow) -> str:
     """An approval stores the operation; the API words it as a question."""
-    if ask.kind == rules.APPROVAL and ask.operation == START:
+    if is_start(ask):
         title = (ask.call_input or {}).get("title") if isinstance(ask.call_input, dict) else None
         where = rules.work_key(ask.work) or "this work"
         return f"May {ask.agent} start on {where}?" + (f" ({title})" if title else "")
-    if ask.kind == rules.APPROVAL and ask.operation:
+    if is_approval(ask) and ask.operation:
         return f"Approve {ask.operation}?"
     return ask.question
 
 
 def context(ask: AskRow) -> str | None:
-    if ask.kind == rules.APPROVAL and ask.operation:
+    if is_approval(ask) and ask.operation:
         shown = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
         return f"Input: {shown.text}" + ("" if shown.whole else "…")
     return ask.context
@@ -76,7 +76,7 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
                        ("verifier", ask.verifier)):
         if value is not None:
             view[key] = value
-    if ask.kind == rules.APPROVAL:
+    if is_approval(ask):
         view["operation"] = ask.operation
         view["input"] = ask.call_input
         if ask.status != rules.OPEN:
@@ -100,7 +100,7 @@ def operator_view(
         surface=ask.answer_surface,
         closed_at=iso(ask.closed_at),
     )
-    if ask.kind == rules.APPROVAL:
+    if is_approval(ask):
         # Each named as what it is, as every surface shows them (core.domain.identity).
         view["input_sha256"] = identity.input_sha256(ask.call_input)
         view["call_sha256"] = ask.call_hash
@@ -132,3 +132,38 @@ def _entry(entry: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(key), int | float):
             out[key] = iso(out[key])
     return out
+
+
+def decision_body(decision: CallDecision) -> tuple[dict[str, Any], int]:
+    """A gate's decision on a call or a start, as the contract words it: the body and its
+    HTTP status (POST /v1/calls and /v1/starts send it; MCP's request_approval returns the
+    body itself)."""
+    if decision.decision == "allow":
+        out: dict[str, Any] = {"decision": "allow"}
+        if decision.approval:
+            out["approval"] = decision.approval
+        return out, 200
+    if decision.decision == "pending" and decision.ask is not None:
+        return {"decision": "pending", "ask": ask_view(decision.ask)}, 202
+    earlier = decision.ask
+    if decision.repeat and earlier is not None:
+        return {
+            "decision": "refuse", "error": "approval_refused",
+            "message": "this exact call was refused; it is not asked again until "
+                       "the refusal is forgotten",
+            "by": earlier.answered_by, "note": earlier.answer_note, "repeat": True,
+            "approval": earlier.id,
+        }, 403
+    if decision.error is not None and earlier is not None:
+        refused = decision.error == START_REFUSED
+        said = "this start was refused" if refused else "nobody approved this start in time"
+        return {
+            "decision": "refuse", "error": decision.error,
+            "message": f"{said}: the work is cancelled for this agent",
+            "by": earlier.answered_by if refused else None,
+            "note": earlier.answer_note, "approval": earlier.id,
+        }, 403
+    return {
+        "decision": "refuse", "error": "approval_unavailable",
+        "message": "no responder of this gate can be reached for this work",
+    }, 403

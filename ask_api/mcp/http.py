@@ -33,8 +33,7 @@ from ask_api.mcp.sent import AfterSent
 from ask_api.mcp.tools import AgentPort, Context, build_server
 from ask_api.routes import CALLER
 from ask_api.tokens import Caller, TokenBook
-from core.app.asks import Asks
-from core.app.gating import Gates
+from core.app.service import Service
 from core.domain.types import AgentInfo
 
 AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
@@ -48,9 +47,9 @@ class McpEndpoint:
     the agent its bearer token names."""
 
     def __init__(
-        self, asks: Asks, gates: Gates, tokens: TokenBook, security: TransportSecuritySettings
+        self, asks: Service, tokens: TokenBook, security: TransportSecuritySettings
     ) -> None:
-        self.asks, self.gates, self.tokens = asks, gates, tokens
+        self.asks, self.tokens = asks, tokens
         self.server = build_server(self.port_for)
         self.manager = StreamableHTTPSessionManager(
             app=self.server, json_response=False, security_settings=security,
@@ -63,7 +62,7 @@ class McpEndpoint:
         if not isinstance(agent, AgentInfo):  # handle() put it there; nothing else serves them
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
         sent = scope.get(asgi.SENT)
-        return LocalAgent(self.asks, self.gates, agent,
+        return LocalAgent(self.asks, agent,
                           AfterSent(sent if isinstance(sent, asgi.Sent) else None, ctx.request_id))
 
     async def serve(self, request: web.Request, caller: Caller) -> web.StreamResponse:

@@ -1,28 +1,24 @@
-"""The MCP tools' way into aye inside its own process (`/mcp`): the core itself (Asks, Gates),
+"""The MCP tools' way into aye inside its own process (`/mcp`): the core's service itself,
 with the same checks, errors and views as the `/v1` routes, as the agent whose bearer token the
 request carried. No request goes back over HTTP to the process it is already in."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy.exc
 
-from ask_api.creating import create, may_call_back, new_ask
-from ask_api.http import ApiError
+from ask_api.creating import create, new_ask
+from ask_api.http import ApiError, callback_refused
 from ask_api.mcp.sent import AfterSent
-from ask_api.routes import decided
 from ask_api.schemas import AskBodyBase, CallBodyBase
-from ask_api.views import ask_view
-from core.app import reads
-from core.app.asks import Asks
-from core.app.gating import Gates
-from core.app.limits import Limited
-from core.domain.types import AgentInfo, CallDecision
-from store.models import AskRow
+from ask_api.views import ask_view, decision_body
+from core.app.ports import AskRow, CallDecision
+from core.app.service import Service
+from core.domain.limits import Limited
+from core.domain.types import AgentInfo, CallbackRefused
 
 
 class LocalAgent:
@@ -30,9 +26,9 @@ class LocalAgent:
     whose reads count once its result has reached the client (`after_sent`)."""
 
     def __init__(
-        self, asks: Asks, gates: Gates, agent: AgentInfo, after_sent: AfterSent | None = None
+        self, asks: Service, agent: AgentInfo, after_sent: AfterSent | None = None
     ) -> None:
-        self.asks, self.gates, self.agent = asks, gates, agent
+        self.asks, self.agent = asks, agent
         self.after_sent = after_sent or AfterSent(None, None)
 
     async def create(self, body: AskBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
@@ -49,10 +45,8 @@ class LocalAgent:
 
     async def call(self, body: CallBodyBase, raw: dict[str, Any]) -> dict[str, Any]:
         work = body.work.as_dict() if body.work else None
-        may_call_back(self.agent, body.callback_url)
-        with _store_errors():
-            await self.asks.count_hit(self.agent)  # asks_per_minute, as POST /v1/calls counts
-            decision = await self.gates.call(
+        with _store_errors():  # the callback checked and the hit counted, as POST /v1/calls
+            decision = await self.asks.call(
                 self.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
             )
         return call_reply(decision)
@@ -66,9 +60,9 @@ class LocalAgent:
         return ask
 
     async def _read(self, ask: AskRow) -> dict[str, Any]:
-        """The agent reads its ask, as GET /v1/asks/{id} does (core.app.reads): recorded, and a
-        sensitive answer erased, once the tool's result carrying it has reached the client."""
-        read = await reads.begin(self.asks, [ask])
+        """The agent reads its ask, as GET /v1/asks/{id} does (core.app.reading): recorded, and
+        a sensitive answer erased, once the tool's result carrying it has reached the client."""
+        read = await self.asks.read_as_agent([ask])
         try:
             view = ask_view(read.rows[0])
             self.after_sent.settle(read)
@@ -80,8 +74,7 @@ class LocalAgent:
 
 def call_reply(decision: CallDecision) -> dict[str, Any]:
     """The very body POST /v1/calls answers with for this decision (its status aside)."""
-    reply: dict[str, Any] = json.loads(decided(decision).text or "{}")
-    return reply
+    return decision_body(decision)[0]
 
 
 @contextlib.contextmanager
@@ -90,6 +83,8 @@ def _store_errors() -> Iterator[None]:
     try again), the store overloaded or away (`busy`, 503); never a crash."""
     try:
         yield
+    except CallbackRefused as refused:
+        raise callback_refused(refused) from None
     except Limited as limited:
         raise ApiError(429, limited.code, f"{limited.message}; try again in "
                                           f"{limited.retry_after} s") from None

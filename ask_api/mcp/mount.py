@@ -17,8 +17,7 @@ from aiohttp import web
 
 from ask_api.schemas import SURROGATE
 from ask_api.tokens import Caller, TokenBook
-from core.app.asks import Asks
-from core.app.gating import Gates
+from core.app.service import Service
 
 if TYPE_CHECKING:
     from ask_api.mcp.http import McpEndpoint
@@ -46,9 +45,9 @@ def caller_of(tokens: TokenBook, request: web.Request) -> Caller | web.Response:
 
 class LazyMcp:
     def __init__(
-        self, asks: Asks, gates: Gates, tokens: TokenBook, host: str, public_url: str | None
+        self, asks: Service, tokens: TokenBook, host: str, public_url: str | None
     ) -> None:
-        self.asks, self.gates, self.tokens = asks, gates, tokens
+        self.asks, self.tokens = asks, tokens
         self.host, self.public_url = host, public_url
         self.endpoint: McpEndpoint | None = None
         self._running: AsyncIterator[None] | None = None
@@ -69,7 +68,7 @@ class LazyMcp:
             if self.endpoint is None:
                 from ask_api.mcp.http import McpEndpoint, transport_security
 
-                endpoint = McpEndpoint(self.asks, self.gates, self.tokens,
+                endpoint = McpEndpoint(self.asks, self.tokens,
                                        transport_security(self.host, self.public_url))
                 running = endpoint.lifecycle(app)
                 await running.__anext__()  # the session manager's task group is up
@@ -90,12 +89,12 @@ MCP = web.AppKey("mcp", LazyMcp)
 
 
 def setup(
-    app: web.Application, asks: Asks, gates: Gates, tokens: TokenBook, *, host: str,
+    app: web.Application, asks: Service, tokens: TokenBook, *, host: str,
     public_url: str | None = None,
 ) -> LazyMcp:
     """Serve `/mcp` from `app`. Call it after the app's own cleanup_ctx is added, so that the
     store is open before MCP sessions start and closed after they end."""
-    mount = LazyMcp(asks, gates, tokens, host, public_url)
+    mount = LazyMcp(asks, tokens, host, public_url)
     app[MCP] = mount
     app.router.add_route("*", MCP_PATH, mount.handle)
     app.cleanup_ctx.append(mount.lifecycle)

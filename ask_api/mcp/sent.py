@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ask_api.mcp.asgi import Sent
-from core.app.reads import Read
+from core.app.service import Read
 
 # Reads being recorded after their result went out (kept from the collector until done).
 _settling: set[asyncio.Task[None]] = set()

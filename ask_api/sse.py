@@ -13,8 +13,7 @@ from aiohttp import web
 
 from ask_api.tokens import Caller
 from ask_api.views import ask_view, operator_view
-from core.app.asks import Asks
-from core.app.events import Event, Subscriber
+from core.app.service import Event, Service, Subscriber
 from core.domain import rules
 
 HEARTBEAT_S = 15.0
@@ -53,12 +52,12 @@ def frame(event: Event, caller: Caller) -> bytes:
 
 
 async def stream(
-    request: web.Request, asks: Asks, caller: Caller,
+    request: web.Request, asks: Service, caller: Caller,
     alive: Callable[[], Awaitable[bool]] | None = None,
 ) -> web.StreamResponse:
     """The caller's events; `alive` (a stream opened with the inbox's session) is asked at
     every heartbeat, so a Sign out ends the stream too, on every process."""
-    hub = asks.events
+    hub = asks.stream
     sub = hub.subscribe(caller.agent.name if caller.agent else None)
     try:
         resume = last_event_id(request)
