@@ -1,2 +1,2 @@
 """The surfaces where people answer, one folder each (slack/, github/), each plugging in
-through its `PLUGIN` (see core.app.ports.SurfacePlugin)."""
+through its `PLUGIN` (see core.app.service.SurfacePlugin)."""

@@ -1,30 +1,30 @@
 """Turning an `/answer` someone wrote on GitHub into a decision on the right ask (which ask it
-means is the core's: core.app.works)."""
+means is the core's: Service.answer_on_work, decided by core.domain.answering.choose)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
 
-from core.app import posts, works
-from core.app.asks import Asks
+from core.app.ports import AnswerResult
+from core.app.service import Said, Service
 from core.domain import rules
 from core.domain.logline import emit
 from core.domain.responders import Responder
-from core.domain.types import AlreadySeen, AnswerResult, FollowUp, Seen
+from core.domain.types import AlreadySeen, FollowUp, Seen
 
-from .events import Said
+from .facts import Written
 from .parsing import Command, parse_command, reaction_for
 from .plugin import SURFACE
 
 log = logging.getLogger("aye.github")
 
 # The reaction a comment earns, as outbox work written in the answer's own transaction.
-ReactionFor = Callable[[Said], FollowUp]
+ReactionFor = Callable[[Written], FollowUp]
 # A reaction with no ask behind it (nothing to hang an outbox row on).
-ReactFree = Callable[[Said, str], Awaitable[None]]
+ReactFree = Callable[[Written, str], Awaitable[None]]
 # Told of every signed `/answer` before it is acted on (the surface learns the installation).
-Heard = Callable[[Said], None]
+Heard = Callable[[Written], None]
 
 
 class AnswerDesk:
@@ -32,7 +32,7 @@ class AnswerDesk:
     reaction."""
 
     def __init__(
-        self, asks: Asks, reaction_for_comment: ReactionFor, react_free: ReactFree,
+        self, asks: Service, reaction_for_comment: ReactionFor, react_free: ReactFree,
         heard: Heard | None = None,
     ) -> None:
         self.asks = asks
@@ -40,7 +40,7 @@ class AnswerDesk:
         self.react_free = react_free
         self.heard = heard
 
-    async def handle(self, said: Said, delivery_id: str, react: bool) -> None:
+    async def handle(self, said: Written, delivery_id: str, react: bool) -> None:
         """An `/answer` a person wrote (anything else, and bots, are left alone), acted on
         once per comment or review whatever the delivery (a redelivery, or a captured delivery
         replayed under a new id), and recorded with its effect: a delivery whose answer failed
@@ -56,17 +56,17 @@ class AnswerDesk:
             emit(log, "github.redelivery", delivery=delivery_id, seen=said.key)
 
     async def answer(
-        self, said: Said, command: Command, delivery_id: str, react: bool
+        self, said: Written, command: Command, delivery_id: str, react: bool
     ) -> AnswerResult:
         """AlreadySeen when this comment or review was acted on before (nothing done)."""
         follow_up = self.reaction_for_comment(said) if react and said.comment_id is not None else None
-        on_work = works.Said(
+        on_work = Said(
             said.work_key, Responder(SURFACE, said.login), SURFACE, at=said.at, public=True,
             follow_up=follow_up, seen=Seen(said.key, SURFACE),
         )
-        result = await works.answer_on_work(self.asks, on_work, command, command.note)
+        result = await self.asks.answer_on_work(on_work, command, command.note)
         # No ask to record it with: recorded alone, so the free reaction is not repeated.
-        if result.ask is None and not await posts.first_delivery(self.asks, said.key, SURFACE):
+        if result.ask is None and not await self.asks.first_delivery(said.key, SURFACE):
             raise AlreadySeen(said.key)
         emit(log, "github.answer", delivery=delivery_id, by=said.login,
              where=f"{said.repo}#{said.number}", ask=result.ask.id if result.ask else None,

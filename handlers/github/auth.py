@@ -15,7 +15,7 @@ import gidgethub
 from gidgethub import apps
 from gidgethub.aiohttp import GitHubAPI
 
-from core.app.timing import Clock
+from core.app.ports import Clock
 from core.domain.logline import emit
 
 from .plugin import GitHubSettings

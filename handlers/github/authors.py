@@ -17,8 +17,7 @@ import aiohttp
 import cachetools
 import gidgethub
 
-from core.app.ports import AuthorUnknown, KindUnknown
-from core.app.timing import Clock
+from core.app.ports import AuthorUnknown, Clock, KindUnknown
 from core.domain.logline import emit
 
 from .auth import GitHubAuth, NotInstalled

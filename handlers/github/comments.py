@@ -7,7 +7,7 @@ from typing import Any
 from gidgethub import routing, sansio
 
 from .answering import AnswerDesk
-from .events import comment_said
+from .facts import comment_said
 
 router = routing.Router()
 

@@ -9,8 +9,8 @@ import math
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from core.app.ports import AskRow
 from core.domain import formats, forms, rules
-from store.models import AskRow
 
 from . import cut, inert
 from .cut import WHOLE, Rooms

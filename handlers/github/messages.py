@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from core.app.ports import AskRow
 from core.domain import formats, identity, rules
 from core.domain.responders import Responder
-from store.models import AskRow
 
 from . import cut, guide, inert, starts
 from .plugin import LOGIN

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
-from core.app.asks import Asks
-from core.app.ports import Surface, SurfaceConfigError, SurfacePlugin
+from core.app.ports import Surface, SurfaceConfigError
+from core.app.service import Service, SurfacePlugin
 from core.domain.kinds import SurfaceKind
 from handlers.env import get
 
@@ -106,7 +106,7 @@ def describe(settings: GitHubSettings | None) -> str:
     return f"github: on (POST /github/webhook, {how}, API {settings.api_url})"
 
 
-def build(settings: GitHubSettings, section: BaseModel | None, asks: Asks) -> Surface:
+def build(settings: GitHubSettings, section: BaseModel | None, asks: Service) -> Surface:
     from handlers.github.surface import GitHubSurface  # gidgethub is loaded only when on
 
     assert isinstance(section, GitHubSection)

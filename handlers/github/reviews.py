@@ -7,7 +7,7 @@ from typing import Any
 from gidgethub import routing, sansio
 
 from .answering import AnswerDesk
-from .events import review_said
+from .facts import review_said
 
 router = routing.Router()
 

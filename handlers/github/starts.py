@@ -1,16 +1,16 @@
-"""An approval of a start (core.app.starts) on its issue or pull request, in words: which agent
-would start, with the title, links and trigger it gave, and how to approve or refuse it here
-(pure). Everything an agent wrote is inert (handlers.github.inert); each link is a plain link
-whose text is its own address, with its host shown, as the media of a question are."""
+"""An approval of a start (core.domain.ask.is_start) on its issue or pull request, in words:
+which agent would start, with the title, links and trigger it gave, and how to approve or refuse
+it here (pure). Everything an agent wrote is inert (handlers.github.inert); each link is a plain
+link whose text is its own address, with its host shown, as the media of a question are."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from core.app import starts as core_starts
-from core.app.starts import is_start as is_start  # the surfaces ask it of this module
+from core.app.ports import AskRow
+from core.domain import ask as domain_ask
 from core.domain import rules
-from store.models import AskRow
+from core.domain.ask import is_start as is_start  # the surfaces ask it of this module
 
 from . import cut
 from .cut import Rooms
@@ -23,7 +23,7 @@ LINKS_SHOWN = 5  # the API's limit
 
 def agent(ask: AskRow) -> str:
     """The agent that would start, inert."""
-    return cut.inline(core_starts.starter(ask), AGENT_ROOM)
+    return cut.inline(domain_ask.starter(ask), AGENT_ROOM)
 
 
 def where(ask: AskRow) -> str:
@@ -41,11 +41,11 @@ def question(ask: AskRow) -> str:
 
 def detail_lines(ask: AskRow, rooms: Rooms) -> list[str]:
     """The title, the trigger and the links, each inert and within its room."""
-    title, trigger = core_starts.said(ask, "title"), core_starts.said(ask, "trigger")
+    title, trigger = domain_ask.said(ask, "title"), domain_ask.said(ask, "trigger")
     lines = [f"- Title: {cut.inline(title, rooms.question)}" if title else "- Title: none given"]
     if trigger:
         lines.append(f"- Trigger: {cut.inline(trigger, rooms.context)}")
-    links = core_starts.links(ask)
+    links = domain_ask.links(ask)
     if links:
         lines += ["- Links:", *(f"  - {link_text(link, rooms)}" for link in links[:LINKS_SHOWN])]
     return lines

@@ -13,28 +13,27 @@ import gidgethub
 from aiohttp import web
 from gidgethub.aiohttp import GitHubAPI
 
-from core.app import posts
-from core.app.asks import Asks
 from core.app.ports import (
     CLOSE,
     POST,
     UPDATE,
+    AskRow,
     AuthorUnknown,
     GiveUp,
     KindUnknown,
     RetryLater,
     SurfaceConfigError,
 )
+from core.app.service import Service
 from core.domain import rules
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from core.domain.types import FollowUp
-from store.models import AskRow
 
 from .answering import AnswerDesk
 from .auth import GitHubAuth, NotInstalled
 from .authors import IssueAuthors
-from .events import Said
+from .facts import Written
 from .faults import disposition
 from .messages import closed_comment, marker, question_comment, shown_here
 from .parsing import reaction_for
@@ -75,7 +74,7 @@ def _vars(repo: str, **more: int | str) -> dict[str, str]:
 class GitHubSurface:
     name = SURFACE
 
-    def __init__(self, settings: GitHubSettings, section: GitHubSection, asks: Asks) -> None:
+    def __init__(self, settings: GitHubSettings, section: GitHubSection, asks: Service) -> None:
         self.section = section
         self.asks = asks
         self.auth = GitHubAuth(settings, asks.clock)
@@ -189,7 +188,7 @@ class GitHubSurface:
         where = github_work(ask.work)
         if where is None or ask.status != rules.OPEN:
             return  # closed before its turn came: no need to publish it any more
-        if await posts.post_location(self.asks, ask, SURFACE) is not None:
+        if await self.asks.post_location(ask, SURFACE) is not None:
             return
         repo, number = where
         gh = await self._api(repo)
@@ -200,8 +199,8 @@ class GitHubSurface:
                 data={"body": question_comment(ask, rules.ref(ask))},
             )
             comment_id = int(comment["id"])
-        await posts.record_posted(
-            self.asks, ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
+        await self.asks.record_posted(
+            ask, SURFACE, {"repo": repo, "number": number, "comment_id": comment_id},
             where=f"{repo}#{number}",
         )
 
@@ -221,7 +220,7 @@ class GitHubSurface:
 
     async def _edit(self, ask: AskRow, body: str) -> None:
         """Rewrite the ask's question comment (closed, or a quorum's count so far)."""
-        location = await posts.post_location(self.asks, ask, SURFACE)
+        location = await self.asks.post_location(ask, SURFACE)
         if location is None:
             return  # never posted here (post_questions was off, or nobody here could answer)
         repo = str(location["repo"])
@@ -252,10 +251,10 @@ class GitHubSurface:
 
     # -- reactions -------------------------------------------------------------------------
 
-    def _heard(self, said: Said) -> None:
+    def _heard(self, said: Written) -> None:
         self.auth.remember(said.repo, said.installation_id)
 
-    def _reaction(self, said: Said) -> FollowUp:
+    def _reaction(self, said: Written) -> FollowUp:
         """The outbox work for a reaction on an `/answer` comment; `taken` is added by the core."""
         return FollowUp(SURFACE, REACT, {
             "repo": said.repo,
@@ -263,7 +262,7 @@ class GitHubSurface:
             "installation_id": said.installation_id,
         })
 
-    async def _react_free(self, said: Said, content: str) -> None:
+    async def _react_free(self, said: Written, content: str) -> None:
         self._spawn(self._react_soon({
             "repo": said.repo, "comment_id": said.comment_id, "content": content,
             "installation_id": said.installation_id,

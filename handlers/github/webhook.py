@@ -16,7 +16,7 @@ from core.domain.logline import emit
 
 from . import comments, reviews
 from .answering import AnswerDesk
-from .events import MalformedPayload
+from .facts import MalformedPayload
 
 log = logging.getLogger("aye.github")
 

@@ -16,7 +16,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.app.ports import AskRow
 from core.domain import answering, formats, rules
+from core.domain.ask import is_external
 from core.domain.responders import Responder, admitted
 from handlers.slack import buttons, modals, replies
 from handlers.slack.answering import (
@@ -29,7 +31,6 @@ from handlers.slack.answering import (
     where_pressed,
 )
 from handlers.slack.plugin import SURFACE
-from store.models import AskRow
 
 OPTION_PRESS = re.compile(rf"^{buttons.OPTION_ACTION}\d+$")
 WORD_PRESS = re.compile(rf"^{buttons.WORD_ACTION}[a-z]+$")
@@ -54,7 +55,7 @@ async def _pressed_on(
     if outsider(body, context):
         await tell(client, where_pressed(body), user_id, await refuse_outsider(asks, ask, body))
         return None
-    if ask.verifier is not None:
+    if is_external(ask):
         await tell(client, where_pressed(body), user_id, await refuse_external(asks, ask, user_id))
         return None
     return ask

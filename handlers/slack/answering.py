@@ -3,7 +3,9 @@
 Only members of aye's own workspace (the team of its bot token, from `auth.test`) and of the
 teams listed in `[slack] teams` may answer: in a Slack Connect channel, people of another
 organisation press the same buttons as colleagues. Their presses are refused (`not_a_responder`),
-whatever the ask's responders, and so is everyone's while aye's own team is not known yet.
+whatever the ask's responders, and so is everyone's while aye's own team is not known yet: the
+surface only says it cannot vouch for them (`member=False`), the core refuses and records it
+(core.domain.answering.judge).
 """
 
 from __future__ import annotations
@@ -15,15 +17,13 @@ from typing import Any
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.app.asks import Asks
+from core.app.ports import AnswerResult, AskRow
+from core.app.service import Service
 from core.domain import rules
-from core.domain.answering import NOT_A_RESPONDER
 from core.domain.logline import emit
 from core.domain.responders import Responder
-from core.domain.types import AnswerResult
 from handlers.slack import replies
 from handlers.slack.plugin import SURFACE
-from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
 
@@ -41,9 +41,9 @@ class Where:
     thread_ts: str | None = None
 
 
-def asks_of(context: AsyncBoltContext) -> Asks:
+def asks_of(context: AsyncBoltContext) -> Service:
     asks = context.get(ASKS)
-    assert isinstance(asks, Asks), "the middleware of handlers.slack.surface puts it there"
+    assert isinstance(asks, Service), "the middleware of handlers.slack.surface puts it there"
     return asks
 
 
@@ -96,7 +96,7 @@ async def tell(client: AsyncWebClient, where: Where | None, user_id: str, text: 
 
 
 async def answer_as(
-    asks: Asks, ask: AskRow, user_id: str, given: Any, note: str | None = None
+    asks: Service, ask: AskRow, user_id: str, given: Any, note: str | None = None
 ) -> tuple[AnswerResult, str]:
     """Answer `ask` as `slack:<user_id>` with `given` (a button's word or option, or what a
     modal gives); the result, and the words to tell them."""
@@ -107,21 +107,24 @@ async def answer_as(
     return result, replies.reply(ask, ref, result)
 
 
-async def refuse_outsider(asks: Asks, ask: AskRow, body: dict[str, Any]) -> str:
-    """Record in the ask's history that a person of another organisation tried to answer it,
-    refused as not a responder; the words to tell them."""
+async def refuse_outsider(asks: Service, ask: AskRow, body: dict[str, Any]) -> str:
+    """A person of another organisation tried to answer `ask`: answered through the core as
+    not vouched for (`member=False`), which refuses it as not a responder and records it in
+    the ask's history; the words to tell them. Nothing of what they pressed or typed is
+    passed (`given=None`): the history records who and why, never their answer."""
     user_id = body["user"]["id"]
-    await asks.refuse(ask, Responder(SURFACE, user_id), NOT_A_RESPONDER, SURFACE)
+    await asks.answer(ask, Responder(SURFACE, user_id), None, surface=SURFACE, member=False)
     ref = rules.ref(ask)
     emit(log, "slack.outsider", level=logging.WARNING, id=ask.id, ref=ref, user=user_id,
          team=team_of(body))
     return replies.outsider_reply(ref)
 
 
-async def refuse_external(asks: Asks, ask: AskRow, user_id: str) -> str:
-    """Record that a person tried to answer an external ask here (only its outside system
-    answers it, through its signed door); the words to tell them."""
-    await asks.refuse(ask, Responder(SURFACE, user_id), NOT_A_RESPONDER, SURFACE)
+async def refuse_external(asks: Service, ask: AskRow, user_id: str) -> str:
+    """A person tried to answer an external ask here: answered through the core, which refuses
+    it as not a responder (only its outside system answers it, through its signed door) and
+    records it, without what they gave (`given=None`); the words to tell them."""
+    await asks.answer(ask, Responder(SURFACE, user_id), None, surface=SURFACE)
     ref = rules.ref(ask)
     emit(log, "slack.external", id=ask.id, ref=ref, user=user_id)
     return replies.external_reply(ask, ref)

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.app.ports import AskRow
 from core.domain import formats, identity, rules
+from core.domain.ask import is_external
 from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import buttons
 from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date
-from store.models import AskRow
 
 # Message metadata marking aye's posts, found again before re-posting after a crash.
 ASK_EVENT = "aye_ask"
@@ -175,10 +176,10 @@ def _quorum(ask: AskRow) -> list[dict[str, Any]]:
 def waits_on(ask: AskRow) -> list[dict[str, Any]]:
     """An external ask, in place of buttons: the outside system it waits on (the verifier
     aye's config names), which answers through its signed door and never in Slack."""
-    if ask.verifier is None:
+    if not is_external(ask):
         return []
     return [_section(
-        f":hourglass_flowing_sand: Waits on *{fit(ask.verifier, 100)}*, an outside system; it "
+        f":hourglass_flowing_sand: Waits on *{fit(ask.verifier or '?', 100)}*, an outside system; it "
         "answers through its signed door, so nobody answers it in Slack."
     )]
 
@@ -188,7 +189,7 @@ def question_message(ask: AskRow, ref: str) -> Message:
     buttons (an external ask: what it waits on instead)."""
 
     def build(pictures: bool) -> list[dict[str, Any]]:
-        by = "Deadline" if ask.verifier is not None else "Answer by"
+        by = "Deadline" if is_external(ask) else "Answer by"
         who = _context(
             f"*For:* {people(ask.responders)}",
             f"*{by}:* {slack_date(ask.deadline)}",
@@ -197,7 +198,7 @@ def question_message(ask: AskRow, ref: str) -> Message:
         return [_title(ask), *_details_and_media(ask, ref, pictures), *waits_on(ask), who,
                 *_quorum(ask), *buttons(ask)]
 
-    tail = f" (waits on {fit(ask.verifier, 100)})" if ask.verifier is not None else ""
+    tail = f" (waits on {fit(ask.verifier or '?', 100)})" if is_external(ask) else ""
     return _message(ask, _fallback(ask, ref, tail), ask_metadata(ask), build)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.app.ports import AskRow
 from core.domain import formats, rules
 from handlers.slack.text import clip
-from store.models import AskRow
 
 # What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
 # listener can ack a press on any of them (an un-acked press shows the person an error).

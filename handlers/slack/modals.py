@@ -11,10 +11,10 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+from core.app.ports import AskRow
 from core.domain import formats, forms, rules
 from handlers.slack import starts
 from handlers.slack.text import clip, fit
-from store.models import AskRow
 
 ANSWER_CALLBACK = "aye_answer"
 REFUSE_CALLBACK = "aye_refuse"

@@ -46,8 +46,7 @@ from typing import TypeVar
 
 from slack_sdk.errors import SlackApiError
 
-from core.app.ports import RetryLater
-from core.app.timing import wait_event
+from core.app.ports import RetryLater, wait_event
 from handlers.slack.errors import retry_after
 
 T = TypeVar("T")

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from core.app.asks import Asks
-from core.app.ports import Surface, SurfaceConfigError, SurfacePlugin
+from core.app.ports import Surface, SurfaceConfigError
+from core.app.service import Service, SurfacePlugin
 from core.domain.kinds import SurfaceKind
 from handlers.env import get
 
@@ -93,7 +93,7 @@ def describe(settings: SlackSettings | None) -> str:
     return f"slack: on (Socket Mode, Web API {settings.api_url})"
 
 
-def build(settings: SlackSettings, section: BaseModel | None, asks: Asks) -> Surface:
+def build(settings: SlackSettings, section: BaseModel | None, asks: Service) -> Surface:
     from handlers.slack.surface import SlackSurface  # slack-bolt is loaded only when Slack is on
 
     assert isinstance(section, SlackSection)

@@ -15,16 +15,16 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.app import posts
-from core.app.asks import Asks
+from core.app.ports import AskRow
+from core.app.service import Service
 from core.domain import rules
+from core.domain.ask import is_external
 from core.domain.logline import emit
 from handlers.slack import blocks, media
 from handlers.slack.answering import Where
 from handlers.slack.errors import slack_error
 from handlers.slack.pacing import Turn
 from handlers.slack.plugin import SURFACE
-from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
 
@@ -46,7 +46,7 @@ def work_thread(work: dict[str, Any] | None) -> Where | None:
 class Posts:
     def __init__(
         self,
-        asks: Asks,
+        asks: Service,
         client: AsyncWebClient,
         poster: AsyncWebClient,
         default_channel: str | None,
@@ -69,7 +69,7 @@ class Posts:
     async def post(self, ask: AskRow, turn: Turn) -> None:
         if ask.status != rules.OPEN:
             return  # closed before it could be shown: there is nothing left to ask
-        if await posts.post_location(self.asks, ask, SURFACE) is not None:
+        if await self.asks.post_location(ask, SURFACE) is not None:
             return
         target = self.target(ask)
         if target is None:
@@ -84,8 +84,8 @@ class Posts:
         location: dict[str, Any] = {"channel": target.channel, "ts": ts}
         if target.thread_ts:
             location["thread_ts"] = target.thread_ts
-        await posts.record_posted(
-            self.asks, ask, SURFACE, location, where=f"{target.channel}/{target.thread_ts or ts}"
+        await self.asks.record_posted(
+            ask, SURFACE, location, where=f"{target.channel}/{target.thread_ts or ts}"
         )
 
     async def close(self, ask: AskRow) -> None:
@@ -107,7 +107,7 @@ class Posts:
     async def _rewrite(self, ask: AskRow, render: Callable[[bool], blocks.Message]) -> None:
         """Update each of the ask's messages with `render(is_the_escalation)`: its first post,
         and the escalation posted again in its thread."""
-        location = await posts.post_location(self.asks, ask, SURFACE)
+        location = await self.asks.post_location(ask, SURFACE)
         if location is None:
             return  # never shown in Slack
         channel, ts = location["channel"], location["ts"]
@@ -124,9 +124,9 @@ class Posts:
         or never shown in Slack, or waiting on an outside system (an external ask: nobody here
         can answer it); a reminder already posted (a crash before the outbox knew) is not
         posted again."""
-        if ask.status != rules.OPEN or ask.verifier is not None:
+        if ask.status != rules.OPEN or is_external(ask):
             return
-        location = await posts.post_location(self.asks, ask, SURFACE)
+        location = await self.asks.post_location(ask, SURFACE)
         if location is None:
             return
         thread = Where(location["channel"], location.get("thread_ts") or location["ts"])
@@ -140,7 +140,7 @@ class Posts:
         if ask.status != rules.OPEN:
             return
         ref = rules.ref(ask)
-        location = await posts.post_location(self.asks, ask, SURFACE)
+        location = await self.asks.post_location(ask, SURFACE)
         if location is not None:
             target = Where(location["channel"], location.get("thread_ts") or location["ts"])
         else:
@@ -159,7 +159,7 @@ class Posts:
         if target.thread_ts:
             new["thread_ts"] = target.thread_ts
         # With a post already recorded this only adds "posted" to the history.
-        await posts.record_posted(self.asks, ask, SURFACE, location or new, where=where)
+        await self.asks.record_posted(ask, SURFACE, location or new, where=where)
 
     # -- Slack calls -------------------------------------------------------------------------
 

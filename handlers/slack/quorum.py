@@ -3,10 +3,10 @@ and whom a reminder names. Pure, no I/O."""
 
 from __future__ import annotations
 
+from core.app.ports import AskRow
 from core.domain import rules
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import people, person
-from store.models import AskRow
 
 # A bare `slack` responder mentions nobody in a reminder: anyone in the thread may answer.
 ANYONE_HERE = "anyone here"

@@ -7,11 +7,10 @@ as people read it (formats.plain: `web, cache`, `yes`), never as the JSON the st
 
 from __future__ import annotations
 
+from core.app.ports import AnswerResult, AskRow
 from core.domain import formats, rules
-from core.domain.types import AnswerResult
 from handlers.slack import quorum, starts
 from handlers.slack.text import fit
-from store.models import AskRow
 
 VALUE_MAX = 2000
 # Why a member of another organisation (Slack Connect) cannot answer, after the reason's words.

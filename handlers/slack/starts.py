@@ -1,5 +1,6 @@
-"""An approval of a start (core.app.starts) in words: which agent would start on which work, and
-the title, links and trigger it gave, instead of an operation and its JSON. Pure, no I/O.
+"""An approval of a start (core.domain.ask.is_start) in words: which agent would start on which
+work, and the title, links and trigger it gave, instead of an operation and its JSON. Pure, no
+I/O.
 
 Everything here but aye's own words is the agent's: escaped (text.fit), and each link made a
 Slack link that nothing in its address can end early (media.safe_url).
@@ -9,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.app import starts as core_starts
-from core.app.starts import is_start as is_start  # the surfaces ask it of this module
+from core.app.ports import AskRow
+from core.domain import ask as domain_ask
 from core.domain import rules
+from core.domain.ask import is_start as is_start  # the surfaces ask it of this module
 from handlers.slack import media, quorum
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import cut_escaped, fit, person, slack_date
-from store.models import AskRow
 
 # Each part's room once escaped: the section holding them takes 3,000 characters.
 AGENT_MAX = 120
@@ -32,7 +33,7 @@ THIS_THREAD = "this thread"
 
 def agent(ask: AskRow) -> str:
     """The agent that would start (as the start recorded it), unescaped."""
-    return core_starts.starter(ask)
+    return domain_ask.starter(ask)
 
 
 def where(ask: AskRow) -> str:
@@ -73,14 +74,14 @@ def _work_words(ask: AskRow) -> str:
 def details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """The agent, the work, the title and the trigger in one section; the links below it."""
     lines = [f"*Agent:* {fit(agent(ask), AGENT_MAX)}", f"*Work:* {_work_words(ask)}"]
-    title, trigger = core_starts.said(ask, "title"), core_starts.said(ask, "trigger")
+    title, trigger = domain_ask.said(ask, "title"), domain_ask.said(ask, "trigger")
     lines.append(f"*Title:* {fit(title, TITLE_MAX)}" if title else "*Title:* none given")
     if trigger:
         lines.append(f"*Trigger:* {fit(trigger, TRIGGER_MAX)}")
     shown: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
     ]
-    links = core_starts.links(ask)
+    links = domain_ask.links(ask)
     if links:
         elements = ["*Links:*", *(link_text(link, ref) for link in links[:LINKS_SHOWN])]
         shown.append({"type": "context",

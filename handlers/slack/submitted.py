@@ -12,11 +12,11 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from core.app.ports import AskRow
 from core.domain import formats, forms
 from core.domain.forms import Misfit
 from handlers.slack import modals
 from handlers.slack.replies import EMPTY_ANSWER_ERROR
-from store.models import AskRow
 
 # A number with more digits than this is not one a person typed in a number input; it stays
 # text (and is refused as not a number) rather than become an integer JSON cannot write.

@@ -29,8 +29,8 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.app.asks import Asks
 from core.app.ports import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
+from core.app.service import Service
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from handlers.slack import actions, errors, pacing, views
@@ -44,7 +44,7 @@ from handlers.slack.posts import Posts, work_thread
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from store.models import AskRow
+    from core.app.ports import AskRow
 
 log = logging.getLogger("aye.slack")
 
@@ -116,7 +116,7 @@ def _refused(status: str) -> bool:
 class SlackSurface:
     name = SURFACE
 
-    def __init__(self, settings: SlackSettings, section: SlackSection, asks: Asks) -> None:
+    def __init__(self, settings: SlackSettings, section: SlackSection, asks: Service) -> None:
         self._bot_token = settings.bot_token
         self._app_token = settings.app_token
         self._api_url = settings.api_url

@@ -52,7 +52,7 @@ def person(responder: str) -> str:
         return f"{escape(ident)} on GitHub" if ident else "anyone on GitHub"
     if kind == "operator":
         return "the operator"
-    if kind == "external":  # an external ask's verifier (core.app.external)
+    if kind == "external":  # an external ask's verifier (core.domain.external)
         return f"{escape(ident)} (an outside system)"
     return escape(responder)
 

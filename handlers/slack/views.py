@@ -20,8 +20,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.app import posts
+from core.app.ports import AskRow
 from core.domain import formats, rules
+from core.domain.ask import is_external
 from core.domain.forms import Misfit
 from core.domain.logline import emit
 from handlers.slack import buttons, modals, replies, submitted
@@ -36,7 +37,6 @@ from handlers.slack.answering import (
 )
 from handlers.slack.plugin import SURFACE
 from handlers.slack.text import clip
-from store.models import AskRow
 
 log = logging.getLogger("aye.slack")
 
@@ -82,7 +82,7 @@ async def _submit(
         await refuse_outsider(asks, ask, body)
         await _errors(ack, first, replies.OUTSIDER_ERROR)
         return
-    if ask.verifier is not None:  # no modal answers an external ask: refused, recorded
+    if is_external(ask):  # no modal answers an external ask: refused, recorded
         await refuse_external(asks, ask, user_id)
         await _errors(ack, first, replies.external_error(ask))
         return
@@ -98,7 +98,7 @@ async def _submit(
         return
     await ack()
     # A modal has no channel: tell them in the thread where the question was posted.
-    where = where_posted(await posts.post_location(asks, ask, SURFACE))
+    where = where_posted(await asks.post_location(ask, SURFACE))
     await tell(client, where, user_id, words)
 
 

@@ -17,13 +17,12 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from core.app.asks import Asks
+from core.app.service import Service
 from core.domain.responders import OPERATOR
 from handlers.web.failures import SignInFailures
 from handlers.web.flash import Flashes
 from handlers.web.guard import SESSION, WEB, events_session, guard
 from handlers.web.pages import TEMPLATES, Inbox
-from handlers.web.sessions import Sessions
 
 __all__ = ["events_session", "operator_session", "operator_session_alive", "setup"]
 
@@ -31,7 +30,7 @@ ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
 
 
 def setup(
-    app: web.Application, asks: Asks, operator_ok: Callable[[str], bool], secure: bool,
+    app: web.Application, asks: Service, operator_ok: Callable[[str], bool], secure: bool,
     session_key: bytes,
 ) -> None:
     """Add the inbox's routes, its templates and its guard to `app`.
@@ -39,9 +38,9 @@ def setup(
     `operator_ok(text)` says whether `text` is the operator token; `secure`: aye is served
     over https (the cookie is then Secure); `session_key` keys the sessions' hashes, their CSRF
     tokens and the flash cookies: derive it from the operator token, so that a new token ends
-    every session. Sessions are kept in `asks.store`."""
+    every session. Sessions are kept in the store, through `asks.sessions`."""
     now = asks.clock.now
-    sessions = Sessions(asks.store, session_key, secure, now)
+    sessions = asks.sessions(session_key, secure)
     inbox = Inbox(asks, operator_ok, sessions, Flashes(session_key, now), SignInFailures())
     app[WEB] = inbox
     env = aiohttp_jinja2.setup(

@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 from multidict import CIMultiDict, MultiDict, MultiDictProxy
 
-from handlers.web.sessions import Session
+from core.app.service import Session, Sessions
 
-if TYPE_CHECKING:
-    from handlers.web.pages import Inbox
+
+class Inbox(Protocol):
+    """What the guard needs of the inbox (handlers/web/pages.py): its sessions, and its page
+    that says what went wrong."""
+
+    sessions: Sessions
+
+    def problem(self, request: web.Request, status: int, heading: str, words: str, link: str,
+                link_words: str) -> web.Response: ...
+
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -12,17 +12,16 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from core.app.asks import Asks
+from core.app.ports import AnswerResult, AskRow
+from core.app.service import BY_TOKEN, SESSION_S, Service, Sessions
 from core.domain import formats, rules
 from core.domain.answering import NOT_A_RESPONDER
+from core.domain.ask import is_external
 from core.domain.responders import OPERATOR
-from core.domain.types import AnswerResult
 from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
 from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back
-from handlers.web.sessions import BY_TOKEN, SESSION_S, Sessions
-from store.models import AskRow
 
 TEMPLATES: web.AppKey[jinja2.Environment] = web.AppKey("web_templates")
 PAGE = 50
@@ -35,7 +34,7 @@ PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
 
 class Inbox:
     def __init__(
-        self, asks: Asks, operator_ok: Callable[[str], bool], sessions: Sessions,
+        self, asks: Service, operator_ok: Callable[[str], bool], sessions: Sessions,
         flashes: Flashes, failures: SignInFailures,
     ) -> None:
         self.asks = asks
@@ -201,7 +200,7 @@ def outcome(result: AnswerResult, ask: AskRow) -> str:
     """What the operator reads after answering: taken with its value, or why not."""
     if result.taken:
         return views.answered_words(result.ask or ask)
-    if ask.verifier is not None and result.reason == NOT_A_RESPONDER:
+    if is_external(ask) and result.reason == NOT_A_RESPONDER:
         return (f"Not answered: only {ask.verifier}, an outside system, answers this ask, "
                 "through its signed door.")
     misfit = result.misfit

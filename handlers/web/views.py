@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from core.app import external
-from core.domain import answering, formats, rules
+from core.app.ports import AskRow
+from core.domain import answering, external, formats, rules
+from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, admitted
 from handlers.web.fields import form_fields
-from store.models import AskRow
 
 # How much of an approval's input (canonical JSON) a list item shows; the ask's own page
 # shows it whole. Past this the list says it is cut and gives the SHA-256 of the whole.
 LIST_INPUT_LIMIT = 2000
 APPROVAL_CONTROL = "approval"
 KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
-# An external ask's ticket state (core.app.external.ticket_state) in words; never the ticket.
+# An external ask's ticket state (core.domain.external.ticket_state) in words; never the ticket.
 TICKET_WORDS = {
     external.WAITING: "Waiting: its door is open for the outside system's answer",
     external.USED: "Used: the outside system answered through it",
@@ -173,7 +173,7 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         shown.pick = formats.bounds(ask)
     if fmt == formats.FORM and not approval:
         shown.fields = form_fields(ask.form_schema or {}, shown.ref)
-    if ask.verifier is not None:
+    if is_external(ask):
         shown.waits_on = ask.verifier
         shown.ticket = TICKET_WORDS.get(external.ticket_state(ask) or "")
     shown.escalation = _escalation(ask, now)

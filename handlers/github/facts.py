@@ -21,7 +21,7 @@ class MalformedPayload(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Said:
+class Written:
     """Something a person wrote on an issue or pull request (a comment or a review)."""
 
     repo: str  # owner/name, as GitHub spells it
@@ -45,7 +45,7 @@ class Said:
         return key
 
 
-def comment_said(data: Mapping[str, Any]) -> Said:
+def comment_said(data: Mapping[str, Any]) -> Written:
     """From an `issue_comment` payload (on an issue or a pull request alike)."""
     comment = _object(data, "comment")
     issue = _object(data, "issue")
@@ -54,7 +54,7 @@ def comment_said(data: Mapping[str, Any]) -> Said:
                  _time(comment, "created_at"))
 
 
-def review_said(data: Mapping[str, Any]) -> Said:
+def review_said(data: Mapping[str, Any]) -> Written:
     """From a `pull_request_review` payload."""
     review = _object(data, "review")
     pull_request = _object(data, "pull_request")
@@ -65,7 +65,7 @@ def review_said(data: Mapping[str, Any]) -> Said:
 def _said(
     data: Mapping[str, Any], number: int, written: Mapping[str, Any], comment_id: int | None,
     key: str, at: float,
-) -> Said:
+) -> Written:
     repository = _object(data, "repository")
     sender = _object(data, "sender")
     # The author of the comment or review; the sender is the same person for the events
@@ -85,7 +85,7 @@ def _said(
     if not owner or "/" in name or name in DOT_NAMES or not name:
         raise MalformedPayload("repository.full_name is not owner/name")
     by_bot = sender.get("type") == BOT_TYPE or author.get("type") == BOT_TYPE
-    return Said(full_name, number, login, by_bot, storable(body), installation_id, comment_id,
+    return Written(full_name, number, login, by_bot, storable(body), installation_id, comment_id,
                 key, at)
 
 
