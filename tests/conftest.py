@@ -20,13 +20,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from ask_api.tokens import TokenBook
-from bot.app import ASKS, create_app
+from bot.app import SERVICE, create_app
 from bot.config import Config
 from bot.settings import Settings
 from bot.surfaces import PLUGINS
 from core.app import deadlines
-from core.app.asks import Asks
-from core.app.ports import SurfacePlugin
+from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock, ManualClock
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
@@ -125,8 +124,8 @@ class Aye:
     headers: dict[str, str] = field(default_factory=lambda: dict(AGENT_HEADERS))
 
     @property
-    def asks(self) -> Asks:
-        return self.app[ASKS]
+    def asks(self) -> Service:
+        return self.app[SERVICE]
 
     @property
     def url(self) -> str:
@@ -166,13 +165,13 @@ class Aye:
 
     def _has_parked(self, count: int) -> Callable[[], Awaitable[bool]]:
         async def check() -> bool:
-            return len(self.asks.waiters) >= count
+            return len(self.asks.parts.signals.waiters) >= count
 
         return check
 
     async def tick(self) -> None:
         """Fire what is due now, as the clock loop would, without waiting for it."""
-        await deadlines.fire_due(self.asks)
+        await deadlines.fire_due(self.asks.parts)
 
 
 StartAye = Callable[..., Awaitable[Aye]]
