@@ -78,14 +78,14 @@ async def retry(store: Store, row_id: int | None, due_at: float, why: str) -> No
         )
 
 
-async def bury(store: Store, row_id: int | None, now: float, why: str) -> None:
-    """Give the row up: done, never tried again, kept as a dead letter with its reason."""
-    async with store.write() as conn:
-        await conn.execute(
-            update(OUTBOX).where(COL.id == row_id)
-            .values(due_at=None, done_at=now, dead_at=now, claimed_until=None,
-                    last_error=why[:MAX_ERROR])
-        )
+async def bury(conn: Conn, row_id: int | None, now: float, why: str) -> None:
+    """Give the row up: done, never tried again, kept as a dead letter with its reason (in
+    the transaction that also says so in the ask's history)."""
+    await conn.execute(
+        update(OUTBOX).where(COL.id == row_id)
+        .values(due_at=None, done_at=now, dead_at=now, claimed_until=None,
+                last_error=why[:MAX_ERROR])
+    )
 
 
 async def dead_letters(store: Store) -> int:

@@ -173,6 +173,10 @@ class Change:
         ask = self._ask(ask)
         return await q.mark_read(self.conn, ask.seq, values)
 
+    async def bury(self, row_id: int | None, why: str) -> None:
+        """An outbox row given up for good (a dead letter), with its reason."""
+        await outbox.bury(self.conn, row_id, self.now, why)
+
     async def record_posted(self, surface: str, location: dict[str, Any]) -> None:
         """Where a surface showed the ask (the first place, if posted twice)."""
         await posts.record_first(self.conn, self._ask(None).seq, surface, location, self.now)

@@ -34,10 +34,13 @@ async def post_location(parts: Parts, ask: AskRow, surface: str) -> dict[str, An
 
 
 async def record_undelivered(
-    parts: Parts, ask: AskRow, surface: str, action: str, why: str
+    parts: Parts, ask: AskRow, surface: str, action: str, why: str, row_id: int | None = None
 ) -> None:
-    """A surface gave up showing the ask (a dead letter): say so in its history, once."""
+    """A surface gave up showing the ask (a dead letter): the outbox row `row_id` buried and
+    the reason in the ask's history, once, in one transaction."""
     async with parts.change(ask) as ch:
+        if row_id is not None:
+            await ch.bury(row_id, why)
         ch.history("undelivered", {"surface": surface, "action": action, "why": why})
         ch.log("ask.undelivered", level=logging.WARNING, id=ask.id, ref=rules.ref(ask),
                surface=surface, action=action, why=why)
@@ -80,9 +83,9 @@ async def retry(parts: Parts, row: OutboxRow, after: float, why: str) -> None:
 
 
 async def bury(parts: Parts, row: OutboxRow, ask: AskRow, why: str) -> None:
-    """A dead letter: never tried again, counted in /healthz, its reason in the history."""
-    await outbox.bury(parts.store, row.id, parts.clock.now(), why)
-    await record_undelivered(parts, ask, row.surface, row.action, why)
+    """A dead letter: never tried again, counted in /healthz, its reason in the history (one
+    transaction: a reader that sees the row buried sees why)."""
+    await record_undelivered(parts, ask, row.surface, row.action, why, row.id)
 
 
 async def dead_letters(parts: Parts) -> int:
