@@ -1,0 +1,97 @@
+"""Where an answer is decided (core/domain/answering.py), as pure functions on asks built in
+memory: who may answer, open or late, whether it fits, the approval policy (a quorum counts
+distinct approvers, no self-approval, failing closed when the author is unknown)."""
+
+from __future__ import annotations
+
+from core.domain import answering, rules
+from core.domain.ask import is_approval, is_external, is_question, is_start
+from core.domain.policy import START
+from core.domain.responders import OPERATOR, Responder
+from tests import builders
+
+NOW = builders.CREATED_AT + 60
+ALICE = Responder("slack", "U0123ABCD")
+OCTO = Responder("github", "octocat")
+STRANGER = Responder("slack", "U0999ZZZZ")
+
+
+def test_a_responder_s_fitting_answer_is_taken() -> None:
+    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "yes", NOW)
+    assert verdict == answering.Taken("yes", 1, None)
+
+
+def test_someone_not_asked_is_refused_whatever_they_answer() -> None:
+    verdict = answering.judge(builders.question(options=["yes", "no"]), STRANGER, "yes", NOW)
+    assert verdict == answering.Refused(answering.NOT_A_RESPONDER)
+
+
+def test_a_person_the_surface_cannot_vouch_for_is_refused_even_if_listed() -> None:
+    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "yes", NOW,
+                              member=False)
+    assert verdict == answering.Refused(answering.NOT_A_RESPONDER)
+
+
+def test_an_answer_just_after_the_winner_is_late_and_later_is_refused() -> None:
+    closed = builders.question(options=["yes", "no"], status=rules.ANSWERED, closed_at=NOW)
+    late = answering.judge(closed, ALICE, "no", NOW + 1)
+    refused = answering.judge(closed, ALICE, "no", NOW + answering.LATE_WINDOW_S + 1)
+    assert (late.event, refused.event) == (answering.LATE, answering.REFUSED)  # type: ignore[union-attr]
+
+
+def test_a_sensitive_ask_refuses_a_public_answer() -> None:
+    verdict = answering.judge(builders.question(sensitive=True), ALICE, "s3cret", NOW, public=True)
+    assert verdict == answering.Refused(answering.SENSITIVE)
+
+
+def test_an_answer_that_does_not_fit_names_what_did_not() -> None:
+    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "maybe", NOW)
+    assert isinstance(verdict, answering.Refused) and verdict.reason == answering.INVALID_ANSWER
+    assert verdict.misfit is not None
+
+
+def test_an_approval_s_approve_has_the_approved_outcome() -> None:
+    verdict = answering.judge(builders.approval(), ALICE, "approve", NOW)
+    assert isinstance(verdict, answering.Taken) and verdict.outcome == rules.APPROVED
+
+
+def test_the_policy_weighs_approvals_only_under_a_quorum_or_a_self_check() -> None:
+    plain, quorum = builders.approval(), builders.approval(approvals_needed=2)
+    approve = answering.Taken("approve", 1, rules.APPROVED)
+    refuse = answering.Taken("refuse", 2, rules.APPROVAL_REFUSED)
+    assert not answering.policed(plain, approve)
+    assert answering.policed(quorum, approve) and not answering.policed(quorum, refuse)
+    assert answering.policed(builders.approval(self_check=True), approve)
+
+
+def test_a_quorum_counts_each_approver_once() -> None:
+    row = builders.approval(approvals_needed=2, approvers=[str(ALICE)])
+    assert answering.not_countable(row, ALICE, NOW) == (answering.ALREADY_APPROVED,
+                                                         answering.REFUSED)
+    assert answering.not_countable(row, OCTO, NOW) == (None, "")
+
+
+def test_an_approval_of_a_closed_ask_does_not_count() -> None:
+    row = builders.approval(status=rules.EXPIRED, closed_at=NOW)
+    assert answering.not_countable(row, ALICE, NOW)[0] == rules.closed_reason(rules.EXPIRED)
+
+
+def test_the_author_cannot_approve_and_an_unknown_author_fails_closed() -> None:
+    assert answering.self_approval(OCTO, "github:OctoCat") == answering.SELF_APPROVAL
+    assert answering.self_approval(ALICE, "github:octocat") is None
+    assert answering.self_approval(ALICE, None) is None  # a work nobody opened
+    assert answering.self_approval(ALICE, None, known=False) == answering.AUTHOR_UNKNOWN
+
+
+def test_the_kinds_of_ask_are_read_from_the_typed_view() -> None:
+    question = builders.question()
+    external = builders.question(verifier="docsign")
+    start = builders.approval(operation=START)
+    assert is_question(question) and not is_external(question) and not is_approval(question)
+    assert is_external(external)
+    assert is_approval(start) and is_start(start) and not is_start(builders.approval())
+
+
+def test_the_operator_may_answer_where_listed() -> None:
+    verdict = answering.judge(builders.question(options=["yes", "no"]), OPERATOR, "no", NOW)
+    assert verdict == answering.Taken("no", 2, None)
