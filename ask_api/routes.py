@@ -278,7 +278,7 @@ class AskApi:
             return web.json_response(taken(ask, result.ask))
         reason = result.reason or "closed"
         said = rules.REASONS.get(reason, reason)
-        if reason in ("not_a_responder", "self_approval"):
+        if reason in ("not_a_responder", "self_approval", "sign_in_required"):
             raise ApiError(403, reason, f"refused: {said}")
         if reason == "already_approved":
             raise ApiError(409, reason, f"refused: {said}")

@@ -63,7 +63,7 @@ def create_app(
     logs.quiet_libraries()
     register(plugins)
     store = Store(settings.database_url)
-    parts = Parts.build(store, config.defaults, config.gates, clock)
+    parts = Parts.build(store, config.defaults, config.gates, clock, people=config.directory())
     service = Service(parts)
     for plugin in plugins:
         surface_settings = plugin.read_settings(settings.env)

@@ -10,7 +10,8 @@ import os
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -25,7 +26,14 @@ from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
 from bot.surfaces import PLUGINS
 from core.app.service import SurfacePlugin
 from core.domain.callback_urls import BadUrl, parse_prefix
-from core.domain.kinds import VERIFIER_NAME
+from core.domain.kinds import (
+    EXTERNAL_KIND,
+    OPERATOR_KIND,
+    PERSON_KIND,
+    PERSON_NAME,
+    VERIFIER_NAME,
+)
+from core.domain.people import People, identity_key
 from core.domain.policy import (
     Defaults,
     Duration,
@@ -35,6 +43,7 @@ from core.domain.policy import (
     gate_for,
     key_path,
 )
+from core.domain.responders import Responder
 
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
@@ -47,9 +56,17 @@ class EntryError(ValueError):
     """One bad entry of a list of values, which the key then names by its index from 0, as
     the contract writes it (`agents[1].callback_urls[0]`: the first agent's first prefix)."""
 
-    def __init__(self, index: int, why: str) -> None:
+    def __init__(self, index: int, why: str, rest: str = "") -> None:
         super().__init__(why)
-        self.index = index
+        self.index, self.rest = index, rest
+
+
+class AtKey(ValueError):
+    """A value wrong because of another part of the file: the key it is at, in full."""
+
+    def __init__(self, key: str, why: str) -> None:
+        super().__init__(why)
+        self.key = key
 
 
 class Agent(Strict):
@@ -138,6 +155,62 @@ class VerifierConfig(Strict):
         )
 
 
+class PersonConfig(Strict):
+    """One human and their identities (`[[people]]`): quorum counts them once, and they are
+    known as the author of a work by every one of them."""
+
+    name: str = Field(pattern=PERSON_NAME.pattern)
+    ids: list[ResponderField] = Field(min_length=1)
+
+    @field_validator("ids")
+    @classmethod
+    def _specific(cls, value: list[Responder]) -> list[Responder]:
+        for index, who in enumerate(value):
+            if who.id is None or who.kind in (OPERATOR_KIND, PERSON_KIND, EXTERNAL_KIND):
+                raise EntryError(index, f"{str(who)!r} is not one person's identity "
+                                        "(like slack:U0123ABCD, github:login, email:address)")
+        return value
+
+
+class OidcConfig(Strict):
+    """The organisation's OpenID Connect provider (`[web.oidc]`): "Sign in with <its host>"."""
+
+    issuer: str = Field(min_length=1)
+    client_id: str = Field(min_length=1)
+    client_secret_env: str = Field(min_length=1)
+
+    _secret = field_validator("client_secret_env")(_secret_env)
+
+    @field_validator("issuer")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        parts = urlsplit(value)
+        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+        if not parts.hostname or parts.query or parts.fragment or not (
+            parts.scheme == "https" or (parts.scheme == "http" and loopback)
+        ):
+            raise ValueError("must be an https:// URL (http:// only on a loopback host)")
+        return value.rstrip("/")
+
+    def client_secret(self) -> str:
+        return os.environ[self.client_secret_env]
+
+
+class WebConfig(Strict):
+    """The inbox (`[web]`): which sign-ins /login offers besides the operator token (None:
+    every one that is set up), and the organisation's OpenID Connect provider."""
+
+    sign_in: list[Literal["slack", "github", "oidc"]] | None = None
+    oidc: OidcConfig | None = None
+
+    @field_validator("sign_in")
+    @classmethod
+    def _once_each(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("names a sign-in twice")
+        return value
+
+
 class AyeConfig(Strict):
     """The sections every aye has; `Config` adds the surfaces' own."""
 
@@ -145,6 +218,48 @@ class AyeConfig(Strict):
     agents: list[Agent] = Field(default_factory=list)
     gates: list[Gate] = Field(default_factory=list)
     verifiers: list[VerifierConfig] = Field(default_factory=list)
+    people: list[PersonConfig] = Field(default_factory=list)
+    web: WebConfig = Field(default_factory=WebConfig)
+
+    @field_validator("people")
+    @classmethod
+    def _one_person_each(cls, value: list[PersonConfig]) -> list[PersonConfig]:
+        names = [p.name for p in value]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"person names must be unique: {', '.join(dup)}")
+        whose: dict[str, str] = {}
+        for number, person in enumerate(value):
+            for index, who in enumerate(person.ids):
+                key = identity_key(who)
+                if key in whose:
+                    raise EntryError(number + 1, f"{key} is also {whose[key]}'s: an identity "
+                                                 "is one person's", f".ids[{index}]")
+                whose[key] = person.name
+        return value
+
+    @model_validator(mode="after")
+    def _persons_known(self) -> AyeConfig:
+        known = {p.name for p in self.people}
+        for where, responders in self._responder_lists():
+            for who in responders:
+                if who.kind == PERSON_KIND and who.id not in known:
+                    raise AtKey(where, f"{who} names no [[people]] entry")
+        return self
+
+    def _responder_lists(self) -> list[tuple[str, list[Responder]]]:
+        found: list[tuple[str, list[Responder]]] = [("defaults.responders", self.defaults.responders)]
+        found += [(f"agents[{i}].responders", a.responders or [])
+                  for i, a in enumerate(self.agents, start=1)]
+        for i, gate in enumerate(self.gates, start=1):
+            found.append((f"gates[{i}].responders", gate.responders or []))
+            if gate.escalate is not None:
+                found.append((f"gates[{i}].escalate.responders", gate.escalate.responders))
+        return found
+
+    def directory(self) -> People:
+        """The config's people, for the decisions (core.domain.people)."""
+        return People.of((p.name, p.ids) for p in self.people)
 
     @model_validator(mode="after")
     def _verifiers_known(self) -> AyeConfig:
@@ -215,5 +330,7 @@ def load_config(path: Path, named: bool = False) -> AyeConfig:
             msg = "unknown key"
         key = key_path(tuple(err["loc"]), first=1)
         if isinstance(entry := err.get("ctx", {}).get("error"), EntryError):
-            key += f"[{entry.index}]"
+            key += f"[{entry.index}]{entry.rest}"
+        elif isinstance(entry, AtKey):
+            key = entry.key
         raise ConfigError(f"{path}: {key or '(file)'}: {msg}") from None

@@ -91,6 +91,8 @@ class AskRow(SQLModel, table=True):
     verifier: str | None = Field(default=None, max_length=100)
     ticket_hash: str | None = Field(default=None, max_length=64)
     delivery_digest: str | None = Field(default=None, max_length=64)
+    # Step-up (a gate's sign_in_within, seconds): approvals count only from a sign-in this fresh.
+    sign_in_within: float | None = None
 
 
 class HistoryRow(SQLModel, table=True):

@@ -25,14 +25,16 @@ async def answer(
     parts: Parts, ask: AskRow, person: Responder, given: Any, note: str | None = None,
     surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
     seen: Seen | None = None, extra: dict[str, Any] | None = None, member: bool = True,
+    signed_in_at: float | None = None,
 ) -> AnswerResult:
     """Take `given` (a surface's text, the API's JSON) from `person` as the answer, or refuse
     it and record who, what and why; the store decides a race between two answers. With
     `seen`, AlreadySeen when that event was acted on before (nothing is recorded then).
     `extra`: more columns the winning write sets. `member`: whether the surface vouches for
-    the person (core.domain.answering.judge)."""
+    the person; `signed_in_at`: when they signed in to the inbox this answer comes from
+    (core.domain.answering.judge)."""
     now = parts.clock.now()
-    verdict = answering.judge(ask, person, given, now, public, member)
+    verdict = answering.judge(ask, person, given, now, public, member, parts.people, signed_in_at)
     if isinstance(verdict, answering.Refused):
         return await refuse(parts, ask, person, verdict.reason, surface, verdict.event,
                             follow_up, seen, given=given, misfit=verdict.misfit)
@@ -73,7 +75,7 @@ async def _self_approval(parts: Parts, ask: AskRow, person: Responder) -> str | 
     except AuthorUnknown as exc:
         emit(log, "approval.author_unknown", level=logging.WARNING, id=ask.id, why=str(exc))
         return answering.self_approval(person, None, known=False)
-    return answering.self_approval(person, author)
+    return answering.self_approval(person, author, people=parts.people)
 
 
 async def refuse(

@@ -23,7 +23,7 @@ async def approve(
     closed: AskRow | None = None
     async with parts.change(ask, seen) as ch:
         row = await ch.lock()
-        why, event = answering.not_countable(row, person, ch.now)
+        why, event = answering.not_countable(row, person, ch.now, parts.people)
         if why is None:
             approvers = [*(row.approvers or []), str(person)]
             closed = await _count(ch, row, approvers, note, surface)

@@ -21,7 +21,8 @@ async def create_question(parts: Parts, agent: AgentInfo, new: NewAsk) -> tuple[
     """The ask and True when created, or the earlier one and False for a repeated key. Its
     callback must be one the operator allowed this agent (CallbackRefused)."""
     agent.check_callback(new.callback_url)
-    responders = agent.responders or parts.defaults.responders
+    # `person:<name>` is written out as that person's identities: each surface finds its own.
+    responders = parts.people.expand(agent.responders or parts.defaults.responders)
     if new.verifier is not None:  # an outside system answers it, through its door alone
         responders = [external.responder(new.verifier)]
     body_hash = rules.digest(new.body)

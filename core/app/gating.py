@@ -14,6 +14,7 @@ from core.app.ports import CallDecision
 from core.domain import identity, rules
 from core.domain.ask import AskValues
 from core.domain.logline import emit
+from core.domain.people import NOBODY, People
 from core.domain.policy import Gate, gate_for
 from core.domain.types import AgentInfo
 from store import asks as q
@@ -43,8 +44,8 @@ async def call(
     ident = identity.call(agent.name, operation, input_, work)
     call_hash = ident.call_sha256
     audit = named_hashes(agent.name, ident.operation, ident.input_sha256, call_hash)
-    responders = gate.responders or parts.defaults.responders
-    wider = gate.escalate.responders if gate.escalate else []
+    responders = parts.people.expand(gate.responders or parts.defaults.responders)
+    wider = parts.people.expand(gate.escalate.responders if gate.escalate else [])
     if not parts.places.reachable([*responders, *wider], work):
         emit(log, "call.unavailable", **audit)
         return CallDecision(REFUSE)
@@ -61,7 +62,8 @@ async def call(
     if pending is not None:
         return CallDecision(PENDING, pending)
     # Stored lowercased, as it is matched: whichever spelling came first, people see one.
-    values = approval_values(agent.name, ident.operation, input_, work, gate, now, timeout_s)
+    values = approval_values(agent.name, ident.operation, input_, work, gate, now, timeout_s,
+                             parts.people)
     values.update(AskValues(call_hash=call_hash, responders=[str(r) for r in responders],
                   callback_url=callback_url))
     try:
@@ -110,7 +112,7 @@ def named_hashes(agent: str, operation: str, input_sha256: str, call_sha256: str
 
 def approval_values(
     agent: str, operation: str, input_: Any, work: dict[str, Any] | None, gate: Gate, now: float,
-    timeout_s: float | None = None,
+    timeout_s: float | None = None, people: People = NOBODY,
 ) -> AskValues:
     """The approval ask: facts only (the operation and its input); each surface words it.
     Its deadline is the gate's (with the escalation's time), or the caller's `timeout_s` when
@@ -123,11 +125,11 @@ def approval_values(
         question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
         operation=operation, call_input=input_,
         approvals_needed=gate.approvals if gate.approvals > 1 else None,
-        self_check=gate.prevent_self_approval or None,
+        self_check=gate.prevent_self_approval or None, sign_in_within=gate.sign_in_within,
     ))
     if gate.escalate and gate.timeout < total:
         values.update(AskValues(
-            escalate_responders=[str(r) for r in gate.escalate.responders],
+            escalate_responders=[str(r) for r in people.expand(gate.escalate.responders)],
             escalate_at=now + gate.timeout,
             due_at=now + gate.timeout,
         ))

@@ -15,6 +15,7 @@ from core.app.signals import Signals
 from core.app.stream import EventHub
 from core.app.tally import Tallies
 from core.app.timing import Clock
+from core.domain.people import NOBODY, People
 from core.domain.policy import Defaults, Gate
 from store.db import Store
 
@@ -30,6 +31,8 @@ class Parts:
     tally: Tallies
     change: Changes
     stream: EventHub
+    # Who is whom ([[people]]): quorum counts people, no-self-approval knows every identity.
+    people: People = NOBODY
     batcher: Batcher = field(init=False)
 
     def __post_init__(self) -> None:
@@ -39,6 +42,7 @@ class Parts:
     def build(
         cls, store: Store, defaults: Defaults, gates: list[Gate] | None = None,
         clock: Clock | None = None, places: Places | None = None, signals: Signals | None = None,
+        people: People = NOBODY,
     ) -> Parts:
         clock = clock or Clock()
         places = places if places is not None else Places()
@@ -47,5 +51,5 @@ class Parts:
         return cls(
             store=store, clock=clock, defaults=defaults, gates=list(gates or []), places=places,
             signals=signals, tally=tally, change=Changes(store, clock, signals, places, tally),
-            stream=EventHub(store, clock, signals.events_poke),
+            stream=EventHub(store, clock, signals.events_poke), people=people,
         )

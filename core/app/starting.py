@@ -45,8 +45,8 @@ async def start(
     gate = await start_gate(parts, agent.name, work)
     if gate is None:
         return CallDecision(ALLOW)
-    responders = gate.responders or parts.defaults.responders
-    wider = gate.escalate.responders if gate.escalate else []
+    responders = parts.people.expand(gate.responders or parts.defaults.responders)
+    wider = parts.people.expand(gate.escalate.responders if gate.escalate else [])
     if not parts.places.reachable([*responders, *wider], work):
         return CallDecision(REFUSE)
     return await _ask(parts, agent, work, what, gate, start_hash, callback_url)
@@ -90,8 +90,8 @@ async def _ask(
 ) -> CallDecision:
     now = parts.clock.now()
     shown = {"agent": agent.name, "work": work, **what}
-    values = approval_values(agent.name, START, shown, work, gate, now)
-    responders = gate.responders or parts.defaults.responders
+    values = approval_values(agent.name, START, shown, work, gate, now, people=parts.people)
+    responders = parts.people.expand(gate.responders or parts.defaults.responders)
     values.update(AskValues(call_hash=start_hash, responders=[str(r) for r in responders],
                   callback_url=callback_url))
     audit = named_hashes(agent.name, START, identity.input_sha256(shown), start_hash)

@@ -9,12 +9,15 @@ from typing import Any, Generic, Protocol, TypeVar
 from core.domain import formats, rules
 from core.domain.ask import Ask, is_approval
 from core.domain.forms import Misfit
+from core.domain.people import NOBODY, People
 from core.domain.responders import Responder, admitted
 
 # An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
 LATE_WINDOW_S = 10.0
 NOT_A_RESPONDER, INVALID_ANSWER, SENSITIVE = "not_a_responder", "invalid_answer", "sensitive"
 NO_OPEN_ASK, AMBIGUOUS = "no_open_ask", "ambiguous"
+# Step-up: an approval that counts only from a fresh inbox sign-in, given from elsewhere.
+SIGN_IN_REQUIRED = "sign_in_required"
 REFUSED, LATE = "refused", "late"
 SHOWN_GIVEN = 300  # how much of a refused answer its history keeps
 # The approval policy's refusals (a gate's `approvals` and `prevent_self_approval`).
@@ -42,12 +45,13 @@ class Refused:
 Verdict = Taken | Refused
 
 
-def allowed(ask: Ask) -> list[Responder]:
-    """Who may answer now: the ask's responders, and the escalation's once it escalated."""
+def allowed(ask: Ask, people: People = NOBODY) -> list[Responder]:
+    """Who may answer now: the ask's responders, and the escalation's once it escalated, each
+    `person:<name>` standing for every identity of that person."""
     names = list(ask.responders)
     if ask.escalated_at is not None and ask.escalate_responders:
         names += ask.escalate_responders
-    return [Responder.parse(n) for n in names]
+    return people.expand(Responder.parse(n) for n in names)
 
 
 def racing(ask: Ask, now: float) -> bool:
@@ -62,7 +66,7 @@ def racing(ask: Ask, now: float) -> bool:
 
 def judge(
     ask: Ask, person: Responder, given: Any, now: float, public: bool = False,
-    member: bool = True,
+    member: bool = True, people: People = NOBODY, signed_in_at: float | None = None,
 ) -> Verdict:
     """Take `given` (a surface's text, or the API's JSON) from `person` as the answer to `ask`
     as it was read, or say why not.
@@ -70,10 +74,13 @@ def judge(
     `public` is true where the answer is visible to anyone (a GitHub comment): a sensitive ask
     refuses it. `member` is false when the surface cannot vouch for the person (Slack: not of
     aye's own workspace or an allowed team, or that team not known yet): refused as not a
-    responder, whatever the ask's responders. The store still decides the race: a Taken
-    verdict wins only if the ask is still open when it is written.
+    responder, whatever the ask's responders. `signed_in_at`: when the person signed in to the
+    inbox this answer comes from (None: not from an inbox session); an approval under step-up
+    (`sign_in_within`) counts only from a sign-in that fresh, and a refusal from anywhere.
+    The store still decides the race: a Taken verdict wins only if the ask is still open when
+    it is written.
     """
-    if not member or not admitted(person, allowed(ask)):
+    if not member or not admitted(person, allowed(ask, people)):
         return Refused(NOT_A_RESPONDER)
     if ask.status != rules.OPEN:
         return Refused(rules.closed_reason(ask.status), LATE if racing(ask, now) else REFUSED)
@@ -86,7 +93,17 @@ def judge(
     outcome = None
     if is_approval(ask):
         outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
+        if outcome == rules.APPROVED and not fresh_enough(ask, signed_in_at, now):
+            return Refused(SIGN_IN_REQUIRED)
     return Taken(answer.stored, answer.option, outcome)
+
+
+def fresh_enough(ask: Ask, signed_in_at: float | None, now: float) -> bool:
+    """Whether an approval may count under the ask's step-up: no `sign_in_within`, or a sign-in
+    to the inbox no older than it."""
+    if ask.sign_in_within is None:
+        return True
+    return signed_in_at is not None and 0 <= now - signed_in_at <= ask.sign_in_within
 
 
 # -- which ask an answer on a work means ---------------------------------------------------------
@@ -169,22 +186,27 @@ def policed(ask: Ask, verdict: Taken) -> bool:
     )
 
 
-def self_approval(person: Responder, author: str | None, known: bool = True) -> str | None:
+def self_approval(
+    person: Responder, author: str | None, known: bool = True, people: People = NOBODY
+) -> str | None:
     """Why `person` may not approve a work `author` opened: SELF_APPROVAL when they are its
-    author, AUTHOR_UNKNOWN when the author could not be read (`known` False: never a guess);
-    None when they may."""
+    author by any identity of their person, AUTHOR_UNKNOWN when the author could not be read
+    (`known` False: never a guess); None when they may."""
     if not known:
         return AUTHOR_UNKNOWN
-    if author is not None and admitted(person, [Responder.parse(author)]):
+    if author is not None and people.same(Responder.parse(author), person):
         return SELF_APPROVAL
     return None
 
 
-def not_countable(row: Ask, person: Responder, now: float) -> tuple[str | None, str]:
+def not_countable(
+    row: Ask, person: Responder, now: float, people: People = NOBODY
+) -> tuple[str | None, str]:
     """Why this approval cannot count towards the quorum of `row` (read locked), and its
-    history event; (None, "") when it counts."""
+    history event; (None, "") when it counts. A quorum counts people: a second identity of a
+    person who approved already is refused."""
     if row.status != rules.OPEN:
         return rules.closed_reason(row.status), LATE if racing(row, now) else REFUSED
-    if any(admitted(person, [Responder.parse(name)]) for name in row.approvers or []):
+    if any(people.same(Responder.parse(name), person) for name in row.approvers or []):
         return ALREADY_APPROVED, REFUSED
     return None, ""

@@ -67,6 +67,7 @@ class Ask(Protocol):
     verifier: str | None
     ticket_hash: str | None
     delivery_digest: str | None
+    sign_in_within: float | None
 
 
 class AskValues(TypedDict, total=False):
@@ -119,6 +120,7 @@ class AskValues(TypedDict, total=False):
     verifier: str | None
     ticket_hash: str | None
     delivery_digest: str | None
+    sign_in_within: float | None
 
 
 def is_question(ask: Ask) -> bool:

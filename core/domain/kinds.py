@@ -20,6 +20,17 @@ OPERATOR_ID = "local"
 # (`external:docsign`): the core's own, never a responder the config may list.
 EXTERNAL_KIND = "external"
 VERIFIER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+# A person of the config's [[people]] (`person:ada`), and an email address (`email:ada@…`,
+# lowercased: from a sign-in through the organisation's OpenID Connect provider, or a link
+# mailed to it): the core's own kinds. Neither may stand bare as a responder: anyone with an
+# address, or anyone at all, is nobody in particular.
+PERSON_KIND = "person"
+PERSON_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+EMAIL_KIND = "email"
+EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                   r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
+# Kinds that only ever name someone: a bare one is refused.
+SPECIFIC_ONLY = (PERSON_KIND, EMAIL_KIND)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +54,15 @@ class SurfaceKind:
 _KINDS: dict[str, SurfaceKind] = {
     OPERATOR_KIND: SurfaceKind(OPERATOR_KIND, re.compile(rf"^{OPERATOR_ID}$")),
     EXTERNAL_KIND: SurfaceKind(EXTERNAL_KIND, VERIFIER_NAME),
+    PERSON_KIND: SurfaceKind(PERSON_KIND, PERSON_NAME),
+    EMAIL_KIND: SurfaceKind(EMAIL_KIND, EMAIL, ids_fold_case=True),
 }
+CORE_KINDS = (OPERATOR_KIND, EXTERNAL_KIND, PERSON_KIND, EMAIL_KIND)
 
 
 def register(kind: SurfaceKind) -> None:
     """Make a surface's kind known; registering the same name again replaces it."""
-    if kind.name in (OPERATOR_KIND, EXTERNAL_KIND):
+    if kind.name in CORE_KINDS:
         raise ValueError(f"the {kind.name} kind is the core's own")
     _KINDS[kind.name] = kind
 

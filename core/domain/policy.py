@@ -130,6 +130,8 @@ class Gate(Strict):
     prevent_self_approval: bool = False
     remember_refusal: Duration | None = None
     remind_after: Duration | None = None
+    # Step-up: its approvals count only from the inbox, from a sign-in no older than this.
+    sign_in_within: Duration | None = None
 
     @field_validator("operations")
     @classmethod
@@ -154,6 +156,13 @@ class Gate(Strict):
     def _remember_in_range(cls, value: float | None) -> float | None:
         if value is not None and not 0 <= value <= MAX_TIMEOUT_S:
             raise ValueError("must be from 0s to 8760h")
+        return value
+
+    @field_validator("sign_in_within")
+    @classmethod
+    def _step_up_in_range(cls, value: float | None) -> float | None:
+        if value is not None and not 60 <= value <= 86400:
+            raise ValueError("must be from 1m to 24h")
         return value
 
     @field_validator("remind_after")

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.domain import kinds
-from core.domain.kinds import OPERATOR_ID, OPERATOR_KIND
+from core.domain.kinds import EMAIL_KIND, OPERATOR_ID, OPERATOR_KIND, SPECIFIC_ONLY
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +25,15 @@ class Responder:
         if not sep:
             if kind == OPERATOR_KIND:
                 return cls(OPERATOR_KIND, OPERATOR_ID)
+            if kind in SPECIFIC_ONLY:
+                raise ValueError(f"{text!r} alone is nobody in particular: name one, like {kind}:…")
             return cls(kind)
         if not ident:
             raise ValueError(f"{text!r}: the id after '{kind}:' is empty")
         if not found.id_pattern.match(ident):
             raise ValueError(f"{text!r} is not a valid {kind} responder")
+        if kind == EMAIL_KIND:  # an address is one identity whatever its case
+            ident = ident.lower()
         return cls(kind, ident)
 
     def __str__(self) -> str:

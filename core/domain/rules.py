@@ -45,6 +45,7 @@ REASONS = {
     "self_approval": "you opened this work, so someone else must approve it",
     "author_unknown": "aye could not check who opened this work, so it cannot take an approval "
                       "now; try again shortly",
+    "sign_in_required": "this approval counts only from the web inbox, after a recent sign-in",
 }
 
 

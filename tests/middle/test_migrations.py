@@ -271,19 +271,42 @@ async def test_revision_0010_adds_the_sessions_table_and_its_downgrade_takes_it_
 ) -> None:
     await upgrade_to(database_url, "0009")
     at_0009 = await schema(database_url)
-    await open_store(database_url)
+    await move_to(database_url, "upgrade", "0010")
     assert await query(database_url, "SELECT count(*) FROM sessions") == [(0,)]
     assert await schema(database_url) != at_0009
 
+    await move_to(database_url, "downgrade", "0009")
+    assert await revision(database_url) == ["0009"]
+    assert await schema(database_url) == at_0009
+
+
+async def test_revision_0011_keeps_a_gate_s_step_up_on_its_asks_and_its_downgrade_drops_it(
+    database_url: str,
+) -> None:
+    await upgrade_to(database_url, "0010")
+    at_0010 = unquoted(await schema(database_url))
+    await open_store(database_url)
+    assert await query(database_url, "SELECT count(sign_in_within) FROM asks") == [(0,)]
+
+    await move_to(database_url, "downgrade", "0010")
+    assert await revision(database_url) == ["0010"]
+    # SQLite rebuilds the table to drop a column, and quotes its name in the new DDL.
+    assert unquoted(await schema(database_url)) == at_0010
+
+
+async def move_to(database_url: str, way: str, target: str) -> None:
+    """Alembic's upgrade or downgrade of the store to `target`, as `aye migrate` runs it."""
     store = Store(database_url)
     try:
         async with store.write() as conn:
-            await conn.run_sync(lambda c: command.downgrade(migrate.config(c), "0009"))
+            step = command.upgrade if way == "upgrade" else command.downgrade
+            await conn.run_sync(lambda c: step(migrate.config(c), target))
     finally:
         await store.close()
 
-    assert await revision(database_url) == ["0009"]
-    assert await schema(database_url) == at_0009
+
+def unquoted(found: Any) -> Any:
+    return {tuple(str(part).replace('"', "") for part in row) for row in found}
 
 
 async def test_a_store_at_an_unknown_revision_is_refused(database_url: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core.domain import answering, rules
 from core.domain.ask import is_approval, is_external, is_question, is_start
+from core.domain.people import People
 from core.domain.policy import START
 from core.domain.responders import OPERATOR, Responder
 from tests import builders
@@ -95,3 +96,47 @@ def test_the_kinds_of_ask_are_read_from_the_typed_view() -> None:
 def test_the_operator_may_answer_where_listed() -> None:
     verdict = answering.judge(builders.question(options=["yes", "no"]), OPERATOR, "no", NOW)
     assert verdict == answering.Taken("no", 2, None)
+
+
+# -- people: one human counts once, and is known by every identity ----------------------------
+
+ADA_SLACK, ADA_GITHUB = Responder("slack", "U0ADA0001"), Responder("github", "ada-l")
+ADA_EMAIL = Responder.parse("email:Ada@Example.com")
+PEOPLE = People.of([("ada", [ADA_SLACK, ADA_GITHUB, ADA_EMAIL]), ("bob", [ALICE])])
+
+
+def test_person_in_responders_admits_each_of_her_identities_and_nobody_else() -> None:
+    ask = builders.question(options=["yes", "no"], responders=["person:ada"])
+    for ada in (ADA_SLACK, ADA_GITHUB, Responder.parse("email:ada@example.com")):
+        assert isinstance(answering.judge(ask, ada, "yes", NOW, people=PEOPLE), answering.Taken)
+    refused = answering.judge(ask, OCTO, "yes", NOW, people=PEOPLE)
+    assert refused == answering.Refused(answering.NOT_A_RESPONDER)
+    # Without the directory, `person:ada` admits nobody (never a guess).
+    alone = answering.judge(ask, ADA_SLACK, "yes", NOW)
+    assert alone == answering.Refused(answering.NOT_A_RESPONDER)
+
+
+def test_a_quorum_counts_people_not_identities() -> None:
+    row = builders.approval(approvals_needed=2, approvers=[str(ADA_SLACK)])
+    assert answering.not_countable(row, ADA_GITHUB, NOW, PEOPLE)[0] == answering.ALREADY_APPROVED
+    assert answering.not_countable(row, Responder("github", "ADA-L"), NOW, PEOPLE)[0] == (
+        answering.ALREADY_APPROVED)
+    assert answering.not_countable(row, OCTO, NOW, PEOPLE) == (None, "")
+
+
+def test_the_author_is_known_by_every_identity_of_their_person() -> None:
+    for ada in (ADA_SLACK, ADA_EMAIL, ADA_GITHUB):
+        assert answering.self_approval(ada, "github:Ada-L", people=PEOPLE) == answering.SELF_APPROVAL
+    assert answering.self_approval(ALICE, "github:ada-l", people=PEOPLE) is None
+
+
+def test_step_up_counts_an_approval_only_from_a_fresh_inbox_sign_in() -> None:
+    ask = builders.approval(sign_in_within=900.0)
+    approve = answering.judge(ask, ALICE, "approve", NOW)  # Slack, the API: no inbox session
+    assert approve == answering.Refused(answering.SIGN_IN_REQUIRED)
+    stale = answering.judge(ask, ALICE, "approve", NOW, signed_in_at=NOW - 901)
+    assert stale == answering.Refused(answering.SIGN_IN_REQUIRED)
+    fresh = answering.judge(ask, ALICE, "approve", NOW, signed_in_at=NOW - 60)
+    assert isinstance(fresh, answering.Taken) and fresh.outcome == rules.APPROVED
+    refuse = answering.judge(ask, ALICE, "refuse", NOW)  # a refusal counts from anywhere
+    assert isinstance(refuse, answering.Taken) and refuse.outcome == rules.APPROVAL_REFUSED
