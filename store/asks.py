@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Text, cast, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from store.db import NOTIFY_CHANNEL, Conn, Duplicate
@@ -92,6 +92,24 @@ async def page(
     query = select(ASKS)
     if agent is not None:
         query = query.where(A.agent == agent)
+    if status is not None:
+        query = query.where(A.status == status)
+    if before is not None:
+        query = query.where(A.seq < before)
+    return await _all(conn, query.order_by(A.seq.desc()).limit(limit))
+
+
+async def page_naming(
+    conn: Conn, names: list[str], status: str | None, limit: int, before: int | None
+) -> list[AskRow]:
+    """As `page`, of the asks whose responders (or escalation's) may name one of `names`
+    (`slack:u0123`, `slack`): a candidate filter on the JSON text, case folded, that the
+    caller narrows exactly. Newest first."""
+    def naming(column: Any) -> Any:
+        folded = func.lower(cast(column, Text))
+        return or_(*(folded.like(f'%"{name.lower()}"%') for name in names))
+
+    query = select(ASKS).where(or_(naming(A.responders), naming(A.escalate_responders)))
     if status is not None:
         query = query.where(A.status == status)
     if before is not None:

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.app.parts import Parts
-from core.domain import rules
+from core.domain import answering, rules
 from core.domain.logline import emit
+from core.domain.responders import Responder, admitted
 from store import asks as q
 from store.models import AskRow
 
@@ -204,6 +205,42 @@ async def page(
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, (rows[-1].seq if more and rows else None)
+
+
+def may_answer(parts: Parts, ask: AskRow, who: Responder) -> bool:
+    """Whether `who` (a person signed in to the inbox, or the operator) is among the people
+    the ask is for now (core.domain.answering.allowed)."""
+    return admitted(who, answering.allowed(ask, parts.people))
+
+
+async def page_for(
+    parts: Parts, who: Responder, status: str | None, limit: int, cursor: int | None
+) -> tuple[list[AskRow], int | None]:
+    """A page of the asks `who` may answer, newest first, and the next page's cursor. The store
+    finds the asks naming any identity of their person (or its bare kind); each is then checked
+    exactly. A short page is read on until full or the asks run out."""
+    names = _names(parts, who)
+    found: list[AskRow] = []
+    before = cursor
+    while len(found) <= limit:
+        async with parts.store.read() as conn:
+            rows = await q.page_naming(conn, names, status, limit + 1, before)
+        found += [row for row in rows if may_answer(parts, row, who)]
+        if len(rows) <= limit:
+            break
+        before = rows[-1].seq
+    more = len(found) > limit
+    found = found[:limit]
+    return found, (found[-1].seq if more and found else None)
+
+
+def _names(parts: Parts, who: Responder) -> list[str]:
+    """How the asks `who` may answer name them: each identity of their person, and its kind."""
+    person = parts.people.person_of(who)
+    ids = list(parts.people.ids.get(person, ())) if person is not None else [who]
+    if who not in ids:
+        ids.append(who)
+    return sorted({str(i) for i in ids} | {i.kind for i in ids})
 
 
 async def open_on_work(parts: Parts, key: str) -> list[AskRow]:

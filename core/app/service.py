@@ -109,6 +109,17 @@ class Service:
     ) -> tuple[list[AskRow], int | None]:
         return await reading.page(self._parts, agent, status, limit, cursor)
 
+    async def list_for(
+        self, who: Responder, status: str | None, limit: int, cursor: int | None
+    ) -> tuple[list[AskRow], int | None]:
+        """A page of the asks `who` may answer (a person signed in to the inbox)."""
+        return await reading.page_for(self._parts, who, status, limit, cursor)
+
+    def may_answer(self, ask: AskRow, who: Responder) -> bool:
+        """Whether `who` is among the people `ask` is for now (its responders, a person they
+        are, a bare kind of theirs; the escalation's once it escalated)."""
+        return reading.may_answer(self._parts, ask, who)
+
     async def open_on_work(self, key: str) -> list[AskRow]:
         return await reading.open_on_work(self._parts, key)
 
@@ -157,12 +168,13 @@ class Service:
     async def answer(
         self, ask: AskRow, person: Responder, given: Any, note: str | None = None,
         surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
-        seen: Seen | None = None, member: bool = True,
+        seen: Seen | None = None, member: bool = True, signed_in_at: float | None = None,
     ) -> AnswerResult:
         """Take (or refuse, and record) an answer; where it is decided:
-        core/domain/answering.py. `member`: whether the surface vouches for the person."""
+        core/domain/answering.py. `member`: whether the surface vouches for the person;
+        `signed_in_at`: when they signed in to the inbox this answer comes from (step-up)."""
         return await answers.answer(self._parts, ask, person, given, note, surface, public,
-                                    follow_up, seen, member=member)
+                                    follow_up, seen, member=member, signed_in_at=signed_in_at)
 
     async def refuse(
         self, ask: AskRow, person: Responder, reason: str, surface: str,

@@ -14,7 +14,7 @@ from core.app.ports import AskRow
 from core.domain import formats, identity, rules
 from core.domain.ask import is_external
 from handlers.slack import media, quorum, starts
-from handlers.slack.buttons import buttons
+from handlers.slack.buttons import DEFAULT_INBOX, buttons
 from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date
 
 # Message metadata marking aye's posts, found again before re-posting after a crash.
@@ -184,9 +184,9 @@ def waits_on(ask: AskRow) -> list[dict[str, Any]]:
     )]
 
 
-def question_message(ask: AskRow, ref: str) -> Message:
+def question_message(ask: AskRow, ref: str, inbox: str = DEFAULT_INBOX) -> Message:
     """The message asking people: question, context, media, who it is for, deadline, ref,
-    buttons (an external ask: what it waits on instead)."""
+    buttons (an external ask: what it waits on instead); `inbox`, the web inbox's address."""
 
     def build(pictures: bool) -> list[dict[str, Any]]:
         by = "Deadline" if is_external(ask) else "Answer by"
@@ -196,7 +196,7 @@ def question_message(ask: AskRow, ref: str) -> Message:
             f"*Ref:* `{ref}`",
         )
         return [_title(ask), *_details_and_media(ask, ref, pictures), *waits_on(ask), who,
-                *_quorum(ask), *buttons(ask)]
+                *_quorum(ask), *buttons(ask, inbox)]
 
     tail = f" (waits on {fit(ask.verifier or '?', 100)})" if is_external(ask) else ""
     return _message(ask, _fallback(ask, ref, tail), ask_metadata(ask), build)
@@ -213,7 +213,7 @@ def _escalation_words(ask: AskRow, ref: str) -> tuple[dict[str, Any], str, str]:
     return _title(ask, " (escalated)"), ending, _fallback(ask, ref, " (escalated)")
 
 
-def escalation_message(ask: AskRow, ref: str) -> Message:
+def escalation_message(ask: AskRow, ref: str, inbox: str = DEFAULT_INBOX) -> Message:
     """Posted again in the thread when nobody answered in time: to whom it now goes, until when."""
     title, ending, text = _escalation_words(ask, ref)
     widened = _section(
@@ -227,7 +227,7 @@ def escalation_message(ask: AskRow, ref: str) -> Message:
 
     def build(pictures: bool) -> list[dict[str, Any]]:
         return [title, widened, *_details_and_media(ask, ref, pictures), who, *_quorum(ask),
-                *buttons(ask)]
+                *buttons(ask, inbox)]
 
     return _message(ask, text, ask_metadata(ask, ESCALATION_EVENT), build)
 

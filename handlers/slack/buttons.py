@@ -16,6 +16,9 @@ OPTION_ACTION = "aye_option_"  # + the option's 1-based number; value "<ask id>:
 WORD_ACTION = "aye_word_"  # + a word of WORDS (confirm, ack); value "<ask id>:<word>"
 ANSWER_ACTION = "aye_answer"  # text, multi, form: opens the answer modal; value "<ask id>"
 REFUSE_ACTION = "aye_refuse"  # an approval's Refuse: opens the modal asking why; value "<ask id>"
+# Step-up: a link to the ask in the web inbox, in place of Approve (Slack still sends a press).
+INBOX_ACTION = "aye_inbox"
+DEFAULT_INBOX = "http://127.0.0.1:8080/inbox"  # aye's own address, unless AYE_PUBLIC_URL says
 BUTTONS_BLOCK = "aye_buttons"
 BUTTON_MAX = 75  # Slack's limit on a button's text
 
@@ -66,23 +69,27 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
     return button
 
 
-def _approval_buttons(ask: AskRow) -> list[dict[str, Any]]:
-    """Approve answers at once; Refuse opens a modal asking why (the reason is optional)."""
+def _approval_buttons(ask: AskRow, inbox: str) -> list[dict[str, Any]]:
+    """Approve answers at once; Refuse opens a modal asking why (the reason is optional).
+    Under step-up (the gate's sign_in_within) an approval counts only from the inbox, after a
+    recent sign-in: "Approve in the inbox" links there instead, and Refuse stays."""
     options = ask.options or [rules.APPROVE, rules.REFUSE]
     approve = options.index(rules.APPROVE) + 1 if rules.APPROVE in options else 1
-    return [
-        _button(LABELS[rules.APPROVE], f"{OPTION_ACTION}{approve}", option_value(ask, approve),
-                STYLES[rules.APPROVE]),
-        _button(LABELS[rules.REFUSE], REFUSE_ACTION, ask.id, STYLES[rules.REFUSE]),
-    ]
+    first = _button(LABELS[rules.APPROVE], f"{OPTION_ACTION}{approve}", option_value(ask, approve),
+                    STYLES[rules.APPROVE])
+    if ask.sign_in_within is not None:
+        first = _button("Approve in the inbox", INBOX_ACTION, ask.id, STYLES[rules.APPROVE])
+        first["url"] = f"{inbox}/{rules.ref(ask)}"
+    return [first, _button(LABELS[rules.REFUSE], REFUSE_ACTION, ask.id, STYLES[rules.REFUSE])]
 
 
-def button_elements(ask: AskRow) -> list[dict[str, Any]]:
+def button_elements(ask: AskRow, inbox: str = DEFAULT_INBOX) -> list[dict[str, Any]]:
     """What a person presses, by the ask's format: an approval's Approve / Refuse, a choice's
-    options, a confirm's Yes / No, an ack's Continue, or "Answer" (a modal) for the rest."""
+    options, a confirm's Yes / No, an ack's Continue, or "Answer" (a modal) for the rest.
+    `inbox`: the web inbox's address, for a link to an ask there."""
     fmt = formats.format_of(ask)
     if ask.kind == rules.APPROVAL:
-        return _approval_buttons(ask)
+        return _approval_buttons(ask, inbox)
     if fmt == formats.CHOICE:
         return [
             _button(option, f"{OPTION_ACTION}{number}", option_value(ask, number))
@@ -98,9 +105,9 @@ def button_elements(ask: AskRow) -> list[dict[str, Any]]:
     return []  # a format no person answers here
 
 
-def buttons(ask: AskRow) -> list[dict[str, Any]]:
+def buttons(ask: AskRow, inbox: str = DEFAULT_INBOX) -> list[dict[str, Any]]:
     """The actions block of the ask's buttons (none when nobody answers it by pressing)."""
-    elements = button_elements(ask)
+    elements = button_elements(ask, inbox)
     if not elements:
         return []
     return [{"type": "actions", "block_id": BUTTONS_BLOCK, "elements": elements}]

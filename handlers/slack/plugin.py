@@ -13,6 +13,7 @@ from core.app.ports import Surface, SurfaceConfigError
 from core.app.service import Service, SurfacePlugin
 from core.domain.kinds import SurfaceKind
 from handlers.env import get
+from handlers.slack.buttons import DEFAULT_INBOX
 
 SURFACE = "slack"
 DEFAULT_API = "https://slack.com/api/"
@@ -48,6 +49,8 @@ class SlackSettings:
     bot_token: str
     app_token: str
     api_url: str = DEFAULT_API
+    # The web inbox's address (AYE_PUBLIC_URL, else where aye listens): step-up links there.
+    inbox_url: str = DEFAULT_INBOX
 
     def __repr__(self) -> str:
         return f"SlackSettings(api_url={self.api_url!r})"  # never the tokens
@@ -68,7 +71,17 @@ def read_settings(env: Mapping[str, str]) -> SlackSettings | None:
     if not api.endswith("/"):
         # slack-sdk joins method names with urljoin: without the slash they lose /api.
         api += "/"
-    return SlackSettings(bot, app, api)
+    return SlackSettings(bot, app, api, inbox_url(env))
+
+
+def inbox_url(env: Mapping[str, str]) -> str:
+    """Where people reach the web inbox: AYE_PUBLIC_URL's, else aye's own listening address."""
+    public = (get(env, "AYE_PUBLIC_URL") or "").rstrip("/")
+    if public:
+        return f"{public}/inbox"
+    host = get(env, "AYE_HOST") or "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{get(env, 'AYE_PORT') or '8080'}/inbox"
 
 
 def _check_kinds(bot: str, app: str) -> None:

@@ -22,6 +22,7 @@ from core.domain.ask import is_external
 from core.domain.logline import emit
 from handlers.slack import blocks, media
 from handlers.slack.answering import Where
+from handlers.slack.buttons import DEFAULT_INBOX
 from handlers.slack.errors import slack_error
 from handlers.slack.pacing import Turn
 from handlers.slack.plugin import SURFACE
@@ -50,8 +51,10 @@ class Posts:
         client: AsyncWebClient,
         poster: AsyncWebClient,
         default_channel: str | None,
+        inbox: str = DEFAULT_INBOX,
     ) -> None:
         self.asks = asks
+        self.inbox = inbox  # the web inbox's address: a step-up approval links there
         self.client = client  # retries 429s, 5xx and cut connections: for idempotent calls
         self.poster = poster  # retries 429s only: a retried post might post twice
         self.default_channel = default_channel
@@ -78,7 +81,7 @@ class Posts:
         ref = rules.ref(ask)
         ts = await self._find(target, ask, blocks.ASK_EVENT, ask.created_at)
         if ts is None:
-            ts = await self._send(target, blocks.question_message(ask, ref), turn)
+            ts = await self._send(target, blocks.question_message(ask, ref, self.inbox), turn)
         else:
             emit(log, "slack.adopted", id=ask.id, ref=ref, channel=target.channel, ts=ts)
         location: dict[str, Any] = {"channel": target.channel, "ts": ts}
@@ -100,7 +103,8 @@ class Posts:
         ref = rules.ref(ask)
 
         def shown(again: bool) -> blocks.Message:
-            return (blocks.escalation_message if again else blocks.question_message)(ask, ref)
+            build = blocks.escalation_message if again else blocks.question_message
+            return build(ask, ref, self.inbox)
 
         await self._rewrite(ask, shown)
 
@@ -153,7 +157,7 @@ class Posts:
         since = ask.escalated_at or ask.created_at
         ts = await self._find(target, ask, blocks.ESCALATION_EVENT, since)
         if ts is None:
-            ts = await self._send(target, blocks.escalation_message(ask, ref), turn)
+            ts = await self._send(target, blocks.escalation_message(ask, ref, self.inbox), turn)
         where = f"{target.channel}/{target.thread_ts or ts} (escalated)"
         new = {"channel": target.channel, "ts": ts, "escalation": True}
         if target.thread_ts:

@@ -120,6 +120,7 @@ class SlackSurface:
         self._bot_token = settings.bot_token
         self._app_token = settings.app_token
         self._api_url = settings.api_url
+        self._inbox_url = settings.inbox_url
         self._default_channel = section.default_channel
         self._other_teams = frozenset(section.teams)
         self._own_team: str | None = None  # from auth.test: until then nobody may answer
@@ -204,7 +205,8 @@ class SlackSurface:
         poster = self._web_client(
             session, [ShortRateLimitRetry(max_retry_count=RATE_LIMIT_RETRIES)]
         )
-        self._posts = Posts(self._asks, client, poster, self._default_channel)
+        self._posts = Posts(self._asks, client, poster, self._default_channel,
+                            self._inbox_url)
         # bolt builds each listener's client from this one: same base_url, session, retries.
         # Its logger is given, held at warning: see handlers.slack.library_logs.
         self._app = AsyncApp(client=client, logger=library_logger())

@@ -35,6 +35,7 @@ class Flash:
     ok: bool
     text: str
     ref: str | None = None
+    reason: str | None = None  # why not answered (core.domain.rules.REASONS); not in the cookie
 
 
 class Flashes:
