@@ -204,6 +204,8 @@ class Server:
         self.log_path = workdir / "server.log"
         # What the venv's python runs (bench_ops.py runs a variant: serve_unlimited.py).
         self.command = ["-m", "bot", "serve"]
+        # More of the config file (bench_live.py's [[people]]).
+        self.extra_config = ""
 
     @property
     def url(self) -> str:
@@ -222,7 +224,7 @@ class Server:
         config = self.log_path.parent / "aye.toml"
         config.write_text(
             '[[agents]]\nname = "default"\ntoken_env = "AYE_BENCH_AGENT_TOKEN"\n'
-            "max_open = 1000000\nasks_per_minute = 1000000\n"
+            "max_open = 1000000\nasks_per_minute = 1000000\n" + self.extra_config
         )
         env = {
             **os.environ,

@@ -53,6 +53,7 @@ from bench_asks import (
     step,
     vacuum,
 )
+from yarl import URL
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/aye_bench_live"
 PAGE = 50  # handlers/web/pages.py: asks a page
@@ -67,6 +68,11 @@ TARGET_STREAMS_RSS_MB = 50.0
 TARGET_DELIVERY_P99_MS = 50.0
 
 INBOX, ALL, STREAMS = "inbox render", "inbox ?status=all", "event streams"
+PERSON = "a person's inbox"
+# A person of [[people]], and how many of the open asks are hers (every tenth).
+PERSON_ID, PERSON_EVERY = "github:ada-l", 10
+PEOPLE_CONFIG = f'[[people]]\nname = "ada"\nids = ["{PERSON_ID}"]\n'
+
 ANSWERED = "ask.answered"
 CARD = re.compile(r'<li class="ask ')
 NEXT = re.compile(r'<a href="([^"]+)" rel="next">')
@@ -217,18 +223,22 @@ async def clone(args: argparse.Namespace, server: Server, template_id: str, coun
 
 
 @contextlib.asynccontextmanager
-async def signed_in(server: Server) -> AsyncIterator[aiohttp.ClientSession]:
-    """A browser: one keep-alive connection, signed in through the /login form."""
+async def signed_in(server: Server, cookie: str | None = None) -> AsyncIterator[aiohttp.ClientSession]:
+    """A browser: one keep-alive connection, signed in through the /login form (the operator),
+    or with the session `cookie` a person's sign-in set."""
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=1),
         cookie_jar=aiohttp.CookieJar(unsafe=True),  # the server is an IP address
         timeout=aiohttp.ClientTimeout(total=60),
     ) as session:
-        async with session.post(f"{server.url}/login", allow_redirects=False,
-                                data={"token": server.operator, "next": "/inbox"}) as resp:
-            body = await resp.text()
-            if resp.status != 303:
-                raise ServerError("login", resp.status, body)
+        if cookie is not None:
+            session.cookie_jar.update_cookies({"aye_session": cookie}, URL(server.url))
+        else:
+            async with session.post(f"{server.url}/login", allow_redirects=False,
+                                    data={"token": server.operator, "next": "/inbox"}) as resp:
+                body = await resp.text()
+                if resp.status != 303:
+                    raise ServerError("login", resp.status, body)
         if not any(c.key.endswith("aye_session") for c in session.cookie_jar):
             raise RuntimeError("/login set no session cookie")
         yield session
@@ -270,9 +280,10 @@ class InboxResult:
     hwm_after_kb: int
 
 
-async def measure_inbox(server: Server, path: str, n: int, errors: Counter[str]) -> InboxResult:
+async def measure_inbox(server: Server, path: str, n: int, errors: Counter[str],
+                        cookie: str | None = None) -> InboxResult:
     """Sign in, then GET `path` WARMUPS times, then n times timed, one at a time."""
-    async with signed_in(server) as session:
+    async with signed_in(server, cookie) as session:
         mem = server.memory_kb()
         for _ in range(WARMUPS):
             first = await get_page(server, session, path, errors)
@@ -322,6 +333,53 @@ async def walk_pages(server: Server, path: str, errors: Counter[str]) -> WalkRes
             if url is not None and len(found) != PAGE:
                 short += 1
     return WalkResult(len(latencies), len(refs), len(set(refs)), latencies, short)
+
+
+# -- a person's inbox ---------------------------------------------------------------------------
+
+
+async def make_some_hers(args: argparse.Namespace, server: Server) -> int:
+    """Every PERSON_EVERY-th open ask is for PERSON_ID (and the operator) from now on, written in
+    the stopped server's store; how many."""
+    hers = '["' + PERSON_ID + '", "operator:local"]'
+    where = f"status = 'open' AND seq % {PERSON_EVERY} = 0"
+    if args.postgres:
+        import asyncpg
+
+        conn = await asyncpg.connect(pg_dsn(server.database_url))
+        try:
+            done = await conn.execute(f"UPDATE asks SET responders = $1::json WHERE {where}", hers)
+        finally:
+            await conn.close()
+        return int(done.split()[-1])
+    db = sqlite3.connect(Path(server.database_url.split(":///", 1)[1]), isolation_level=None)
+    try:
+        return db.execute(f"UPDATE asks SET responders = ? WHERE {where}", (hers,)).rowcount
+    finally:
+        db.close()
+
+
+async def person_session(server: Server) -> str:
+    """A session for PERSON_ID in the store, as her sign-in would start it (aye's own code,
+    with the key the server derives from the operator token); the cookie's value."""
+    from ask_api.tokens import TokenBook
+    from bot.config import Config
+    from core.app.sessions import Sessions
+    from store.db import Store
+
+    book = TokenBook.build(Config(), server.operator, server.agent)
+    store = Store(server.database_url)
+    try:
+        sessions = Sessions(store, book.derived_key(b"web inbox sessions"), False, time.time)
+        return (await sessions.start(PERSON_ID, "github")).secret
+    finally:
+        await store.close()
+
+
+async def measure_person(args: argparse.Namespace, server: Server, n: int,
+                         errors: Counter[str]) -> InboxResult:
+    """The inbox of a person with some of the open asks hers, signed in as her."""
+    return await measure_inbox(server, "/inbox", n, errors, await person_session(server))
 
 
 # -- the event stream -------------------------------------------------------------------------
@@ -478,6 +536,8 @@ class Measured:
     inbox: InboxResult | None = None
     inbox_all: InboxResult | None = None
     inbox_open_big: InboxResult | None = None
+    person: InboxResult | None = None
+    hers: int = 0
     walk: WalkResult | None = None
     streams: StreamResult | None = None
     total_asks: int = 0
@@ -518,6 +578,15 @@ async def run(args: argparse.Namespace) -> int:
         async with running(server):
             got.inbox = await step(results, INBOX, server, lambda: measure_inbox(
                 server, "/inbox", counts.inbox_samples, errors))
+        server_lines += server.errors()
+
+        # 1b. a person's inbox: some of the open asks hers, the server knowing her.
+        got.hers = await make_some_hers(args, server)
+        server.extra_config = PEOPLE_CONFIG
+        async with running(server):
+            got.person = await step(results, PERSON, server, lambda: measure_person(
+                args, server, counts.inbox_samples, errors))
+        server.extra_config = ""
         server_lines += server.errors()
 
         # 2. with many closed asks too: the open page, every ask's page, and all the pages.
@@ -569,6 +638,17 @@ def fill_table(results: Results, counts: Counts, got: Measured) -> None:
         results.add("GET /inbox p99", fmt_ms(percentile(inbox.latencies, 99)))
         results.add("  server CPU per page / page size",
                     f"{fmt_ms(inbox.cpu_per_page)} / {inbox.size / 1024:.0f} KiB")
+    if PERSON in results.failed_steps:
+        results.add_failed(PERSON)
+    person = got.person
+    if person is not None:
+        p50 = percentile(person.latencies, 50)
+        results.add(f"a person's GET /inbox p50 / p99 ({got.hers} of {n:,} open asks hers)",
+                    pair(person.latencies), f"p50 < {TARGET_INBOX_P50_MS:g} ms",
+                    ms(p50) < TARGET_INBOX_P50_MS)
+        results.add("  server CPU per page; p50 ratio to the operator's inbox",
+                    f"{fmt_ms(person.cpu_per_page)}; "
+                    + (f"{p50 / percentile(inbox.latencies, 50):.2f}" if inbox else "n/a"))
     if ALL in results.failed_steps:
         results.add_failed(ALL)
     every = got.inbox_all
