@@ -30,6 +30,7 @@ from bot.loops import Deliverer, run_clock
 from bot.metrics import setup as setup_metrics
 from bot.run import CannotListen, run
 from bot.settings import Settings, SettingsError
+from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
 from bot.token_file import ensure_tokens, token_file_path
 from core.app import delivery
@@ -38,8 +39,10 @@ from core.app.ports import SurfaceConfigError
 from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock
 from core.domain.logline import emit
-from handlers.web import events_session, operator_session, operator_session_alive
+from handlers.web import events_session, operator_session, operator_session_alive, sign_ins
 from handlers.web import setup as setup_inbox
+from handlers.web.providers import SLACK
+from handlers.web.providers import describe as describe_sign_ins
 from store.db import Store, StoreError
 
 log = logging.getLogger("aye")
@@ -89,6 +92,8 @@ def create_app(
         app, service, operator_ok=tokens.is_operator,
         secure=(settings.public_url or "").startswith("https://"),
         session_key=tokens.derived_key(b"web inbox sessions"),
+        providers=sign_in_providers(settings, config, plugins, slack_teams(service)),
+        origin=settings.origin,
     )
     app.cleanup_ctx.append(_lifecycle)
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
@@ -107,6 +112,13 @@ def callback_targets(config: AyeConfig) -> dict[str, Target]:
     }
 
 
+def slack_teams(service: Service) -> Teams | None:
+    """The Slack surface's teams whose members may answer, asked at each sign-in (its own
+    team is known once auth.test came back); None while the Slack bot is off."""
+    teams = getattr(service.parts.places.get(SLACK), "answering_teams", None)
+    return teams if callable(teams) else None
+
+
 def unused_sections(
     settings: Settings, config: AyeConfig, plugins: Sequence[SurfacePlugin] = PLUGINS
 ) -> None:
@@ -115,6 +127,8 @@ def unused_sections(
     for plugin in plugins:
         section, model = config.section(plugin.name), plugin.kind.config_model
         if section is None or model is None or section == model():
+            continue
+        if only_sign_in_teams(settings, plugin.name, section, model):
             continue
         if plugin.read_settings(settings.env) is None:
             raise SurfaceConfigError(
@@ -142,6 +156,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
             stack.push_async_callback(listener.close)
         session = aiohttp.ClientSession()
         stack.push_async_callback(session.close)
+        sign_ins(app).http.use(session)
         for surface in parts.places.values():
             await surface.start(session)
             stack.push_async_callback(surface.close)
@@ -212,6 +227,7 @@ async def healthz(request: web.Request) -> web.Response:
         "callbacks": callbacks.health() if (callbacks := parts.places.get(CALLBACKS)) else None,
         "parked": len(parts.signals.waiters),
         "dead_letters": await delivery.dead_letters(parts) if store_ok else None,
+        "sign_in": sign_ins(request.app).methods(),
     }
     return web.json_response(body, status=200 if store_ok else 503)
 
@@ -232,6 +248,7 @@ def serve() -> int:
         config = load_config(settings.config_path, settings.config_named)
         surface_lines = describe(settings)
         unused_sections(settings, config)
+        surface_lines.append(describe_sign_ins(sign_in_providers(settings, config, PLUGINS)))
         store_line = Store(settings.database_url).describe()
     except (SettingsError, ConfigError, SurfaceConfigError, StoreError) as exc:
         return _fail(str(exc))

@@ -41,6 +41,14 @@ class Settings:
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
+    @property
+    def origin(self) -> str:
+        """Where browsers reach aye (the inbox's sign-in redirect URIs start with it):
+        AYE_PUBLIC_URL when set, else the address aye serve listens on."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        return reach(self.host, self.port)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -98,8 +106,12 @@ def server_url(env: Mapping[str, str]) -> str:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise SettingsError(f"AYE_URL is not an http(s) URL: {given!r}")
         return given.rstrip("/")
-    host = env.get("AYE_HOST", "").strip() or DEFAULT_HOST
+    return reach(env.get("AYE_HOST", "").strip() or DEFAULT_HOST, listen_port(env))
+
+
+def reach(host: str, port: int) -> str:
+    """The http:// origin at which aye serve, listening on `host`:`port`, is reached."""
     host = EVERY_ADDRESS.get(host, host)
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 address, as a URL writes one
-    return f"http://{host}:{listen_port(env)}"
+    return f"http://{host}:{port}"

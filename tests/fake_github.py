@@ -19,6 +19,16 @@ What the real gidgethub 6.0 raises for each fault this fake can produce (for ret
 - Unknown comment, issue, route or installation: `gidgethub.BadRequest`, `.status_code` 404.
 - Invalid field (missing comment body, unknown reaction): `gidgethub.InvalidField` (422); a body
   over 65536 characters: `gidgethub.ValidationError` (422).
+
+It also runs GitHub's OAuth web flow at the host's root, the web origin (`GITHUB_WEB_URL`), as
+GitHub Enterprise Server serves it beside `/api/v3`: `GET /login/oauth/authorize` checks the
+OAuth App's client id, its registered callback URL (`oauth_redirect_uri`), `state` and a PKCE
+S256 challenge and sends the browser back with a code; `POST /login/oauth/access_token` takes
+that code once, with the client secret and the code verifier, and answers as GitHub does (JSON
+only when asked with `Accept: application/json`; a refusal is 200 with an `error`); `GET /user`
+with the token it gave answers `oauth_login`'s user. `oauth_misbehave` = "denied" (the person
+refuses: error=access_denied) or "refuse_token" (the code is refused); `oauth_refusals` says
+what the fake refused and why.
 """
 
 from __future__ import annotations
@@ -34,11 +44,13 @@ import secrets
 import time
 import uuid
 import zlib
+from base64 import urlsafe_b64encode
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlencode
 
 import aiohttp
 import jwt
@@ -76,6 +88,9 @@ GITHUB_API = "https://api.github.com"
 # (older gidgethub did) calls `/repos/...` at the host's root and gets 404 from this fake.
 ENTERPRISE_PREFIX = "/api/v3"
 GITHUB_WEB = "https://github.com"
+OAUTH_CLIENT_ID = "Iv1.fakeoauthclient"
+OAUTH_CLIENT_SECRET = "gh-oauth-client-secret"
+OAUTH_ROUTES = frozenset({"oauth_authorize", "oauth_token"})
 
 # The fixtures are real deliveries on this repository; builders rewrite it.
 _FIXTURE_REPO = "Codertocat/Hello-World"
@@ -197,6 +212,14 @@ class FakeGitHub(LocalServer):
         self._revoked: set[str] = set()
         self._faults: list[_Fault] = []
         self._changed = asyncio.Condition()
+        # The OAuth web flow: the OAuth App aye signs people in with, and who signs in.
+        self.oauth_client = (OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET)
+        self.oauth_redirect_uri: str | None = None  # the App's callback URL (set by the test)
+        self.oauth_login = "ada-l"
+        self.oauth_misbehave: str | None = None
+        self.oauth_refusals: list[str] = []
+        self._oauth_codes: dict[str, tuple[str, str]] = {}  # code -> (redirect_uri, challenge)
+        self._user_tokens: dict[str, str] = {}  # token -> login
         super().__init__()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -218,7 +241,15 @@ class FakeGitHub(LocalServer):
         app.router.add_patch(repo + r"/issues/comments/{comment_id:\d+}", self._update_comment)
         app.router.add_post(repo + r"/issues/{number:\d+}/comments", self._create_comment)
         app.router.add_get(repo + r"/issues/{number:\d+}/comments", self._list_comments)
+        app.router.add_get(self.prefix + "/user", self._get_user)
+        app.router.add_get("/login/oauth/authorize", self._oauth_authorize, name="oauth_authorize")
+        app.router.add_post("/login/oauth/access_token", self._oauth_token, name="oauth_token")
         await self._serve(app)
+
+    @property
+    def web_url(self) -> str:
+        """What GITHUB_WEB_URL is set to: the host's root, where /login/oauth/* are."""
+        return self.base_url
 
     @property
     def api_url(self) -> str:
@@ -338,6 +369,8 @@ class FakeGitHub(LocalServer):
         raw = await request.read()
         body: Any = None
         response: web.StreamResponse | None = self._injected_fault(request)
+        if response is None and request.match_info.route.name in OAUTH_ROUTES:
+            response = await handler(request)  # the web flow: a form, and no API token
         if response is None and raw:
             try:
                 body = json.loads(raw)
@@ -424,7 +457,7 @@ class FakeGitHub(LocalServer):
         return self._reply(401, {"message": "Bad credentials"})
 
     def _token_is_valid(self, credential: str) -> bool:
-        if credential == self.plain_token:
+        if credential == self.plain_token or credential in self._user_tokens:
             return True
         minted = self._tokens.get(credential)
         return (
@@ -438,6 +471,8 @@ class FakeGitHub(LocalServer):
         credential = request.headers.get("Authorization", "").partition(" ")[2].strip()
         if credential == self.plain_token:
             return _Actor(PLAIN_TOKEN_LOGIN, "User")
+        if credential in self._user_tokens:
+            return _Actor(self._user_tokens[credential], "User")
         return _Actor(self.bot_login, "Bot")
 
     def _check_app_jwt(self, token: str) -> web.Response | None:
@@ -610,6 +645,69 @@ class FakeGitHub(LocalServer):
         self.comments[comment_id] = comment
         self._comment_issue[comment_id] = (repo, number)
         return comment
+
+
+    # -- the OAuth web flow --------------------------------------------------------------------
+
+    async def _get_user(self, request: web.Request) -> web.Response:
+        return self._reply(200, {**self._actor(request).as_user(), "name": None})
+
+    async def _oauth_authorize(self, request: web.Request) -> web.Response:
+        q = request.query
+        # GitHub shows its own error page, and sends nobody back, for a wrong client or callback.
+        if q.get("client_id") != self.oauth_client[0]:
+            return self._oauth_refuse(404, "unknown client_id")
+        if q.get("redirect_uri") != self.oauth_redirect_uri:
+            return self._oauth_refuse(400, "The redirect_uri is not associated with this application.")
+        back = str(q["redirect_uri"])
+        if not q.get("state") or q.get("code_challenge_method") != "S256" \
+                or len(q.get("code_challenge", "")) != 43:
+            self.oauth_refusals.append("state and a PKCE S256 challenge are required")
+            return _redirect(back, {"error": "invalid_request", "state": q.get("state", "")})
+        if self.oauth_misbehave == "denied":
+            return _redirect(back, {"error": "access_denied", "state": q["state"],
+                                    "error_description": "The user has denied your application access."})
+        code = secrets.token_hex(10)
+        self._oauth_codes[code] = (back, q["code_challenge"])
+        return _redirect(back, {"code": code, "state": q["state"]})
+
+    async def _oauth_token(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        granted = self._oauth_codes.pop(str(form.get("code", "")), None)  # a code is good once
+        if (form.get("client_id"), form.get("client_secret")) != self.oauth_client:
+            error = "incorrect_client_credentials"
+        elif granted is None or self.oauth_misbehave == "refuse_token":
+            error = "bad_verification_code"
+        elif form.get("redirect_uri") != granted[0]:
+            error = "redirect_uri_mismatch"
+        elif _s256(str(form.get("code_verifier", ""))) != granted[1]:
+            error = "bad_verification_code"
+        else:
+            token = f"gho_{secrets.token_hex(18)}"
+            self._user_tokens[token] = self.oauth_login
+            return _oauth_reply(request, {"access_token": token, "token_type": "bearer", "scope": ""})
+        self.oauth_refusals.append(error)
+        return _oauth_reply(request, {"error": error, "error_description": error.replace("_", " ")})
+
+    def _oauth_refuse(self, status: int, why: str) -> web.Response:
+        self.oauth_refusals.append(why)
+        return web.Response(status=status, text=why)
+
+
+def _redirect(to: str, params: dict[str, str]) -> web.Response:
+    return web.Response(status=302, headers={"Location": f"{to}?{urlencode(params)}"})
+
+
+def _oauth_reply(request: web.Request, data: dict[str, str]) -> web.Response:
+    """GitHub answers the token request in JSON only when asked to; form-encoded otherwise."""
+    if "application/json" in request.headers.get("Accept", ""):
+        return web.json_response(data)
+    return web.Response(text=urlencode(data), content_type="application/x-www-form-urlencoded")
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _call_matches(call: GitHubCall, method: str, pattern: re.Pattern[str]) -> bool:

@@ -3,14 +3,19 @@ and answers it from a browser. Server-rendered HTML (Jinja2, autoescaped) that w
 forms; one small script adds live updates from the event stream (`/v1/events`, which accepts
 the inbox's session cookie through `operator_session`, once `events_session` has looked it up).
 
-The composition root calls `setup(app, asks, operator_ok, secure, session_key)` once, before
+People sign in as themselves through the providers set up (handlers/web/signin.py): the
+composition root reads them (handlers/web/providers.py), hands them to `setup` with the origin
+their redirect URIs start with, and gives the sign-ins its one HTTP session at start
+(`sign_ins(app).http.use(session)`).
+
+The composition root calls `setup(app, asks, operator_ok, secure, session_key, …)` once, before
 the app starts, and puts `events_session` among its middlewares before the API's bearer check.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 
 import aiohttp_jinja2
@@ -23,26 +28,33 @@ from handlers.web.failures import SignInFailures
 from handlers.web.flash import Flashes
 from handlers.web.guard import SESSION, WEB, events_session, guard
 from handlers.web.pages import TEMPLATES, Inbox
+from handlers.web.passage import Passages
+from handlers.web.providers import Provider
+from handlers.web.signin import SIGN_INS, SignIns
 
-__all__ = ["events_session", "operator_session", "operator_session_alive", "setup"]
+__all__ = ["events_session", "operator_session", "operator_session_alive", "setup", "sign_ins"]
 
-ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript"}
+ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript", "signin.css": "text/css"}
 
 
 def setup(
     app: web.Application, asks: Service, operator_ok: Callable[[str], bool], secure: bool,
-    session_key: bytes,
+    session_key: bytes, providers: Sequence[Provider] = (), origin: str = "",
 ) -> None:
     """Add the inbox's routes, its templates and its guard to `app`.
 
     `operator_ok(text)` says whether `text` is the operator token; `secure`: aye is served
     over https (the cookie is then Secure); `session_key` keys the sessions' hashes, their CSRF
-    tokens and the flash cookies: derive it from the operator token, so that a new token ends
-    every session. Sessions are kept in the store, through `asks.sessions`."""
+    tokens, the flash cookies and the sign-ins under way: derive it from the operator token, so
+    that a new token ends every session. Sessions are kept in the store, through
+    `asks.sessions`. `providers`: the person's sign-ins /login offers, in order; `origin`: where
+    browsers reach aye, which their redirect URIs (`<origin>/login/<name>/callback`) start with."""
     now = asks.clock.now
     sessions = asks.sessions(session_key, secure)
     inbox = Inbox(asks, operator_ok, sessions, Flashes(session_key, now), SignInFailures())
     app[WEB] = inbox
+    app[SIGN_INS] = SignIns(providers, Passages(session_key, secure, now), sessions, asks, origin,
+                            inbox.render)
     env = aiohttp_jinja2.setup(
         app, app_key=TEMPLATES, default_helpers=False, autoescape=True,
         loader=jinja2.PackageLoader("handlers.web", "templates"),
@@ -53,10 +65,17 @@ def setup(
     env.globals["assets"] = {
         "css": f"/inbox/assets/inbox.css?v={versions['inbox.css']}",
         "js": f"/inbox/assets/inbox.js?v={versions['inbox.js']}",
+        "signin": f"/inbox/assets/signin.css?v={versions['signin.css']}",
     }
     app.middlewares.append(guard)
     app.add_routes(inbox.routes())
+    app.add_routes(app[SIGN_INS].routes())
     app.add_routes([web.get("/inbox/assets/{name}", _asset_handler(files, versions))])
+
+
+def sign_ins(app: web.Application) -> SignIns:
+    """The inbox's sign-ins: which there are (/healthz), and their HTTP session to be given."""
+    return app[SIGN_INS]
 
 
 async def operator_session_alive(request: web.Request) -> bool:

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode
 from aiohttp import web
 from multidict import CIMultiDict, MultiDict, MultiDictProxy
 
-from core.app.service import Session, Sessions
+from core.app.service import SESSION_S, Session, Sessions
 
 
 class Inbox(Protocol):
@@ -61,7 +61,12 @@ class BadForm(Exception):
 
 
 def is_inbox(path: str) -> bool:
-    return path in ("/", LOGIN, LOGOUT, "/inbox") or path.startswith("/inbox/")
+    return path in ("/", LOGIN, LOGOUT, "/inbox") or path.startswith(("/inbox/", f"{LOGIN}/"))
+
+
+def is_sign_in(path: str) -> bool:
+    """/login and a person's sign-in (`/login/<provider>` and its callback): open to anyone."""
+    return path == LOGIN or path.startswith(f"{LOGIN}/")
 
 
 def safe_back(text: str | None, default: str = "/inbox") -> str:
@@ -72,6 +77,13 @@ def safe_back(text: str | None, default: str = "/inbox") -> str:
 def login_url(request: web.Request) -> str:
     here = request.path_qs
     return LOGIN if here == "/inbox" or not BACK.fullmatch(here) else f"{LOGIN}?{urlencode({'next': here})}"
+
+
+def session_cookie(response: web.StreamResponse, sessions: Sessions, session: Session) -> None:
+    """The session's cookie, however it was signed in: HttpOnly, SameSite=Strict, Path=/,
+    Secure with https, for as long as the session lasts."""
+    response.set_cookie(sessions.cookie, session.secret, max_age=SESSION_S, path="/",
+                        httponly=True, samesite="Strict", secure=sessions.secure)
 
 
 def protect(headers: CIMultiDict[str]) -> None:
@@ -148,7 +160,7 @@ async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse
     session = await session_of(request)
     # Signing out of a session that has already ended (elsewhere, or expired) still deletes
     # the browser's cookie: nothing to protect, so no CSRF token to check.
-    if path == LOGIN or (path == LOGOUT and session is None):
+    if is_sign_in(path) or (path == LOGOUT and session is None):
         return await handler(request)
     if session is None:
         if post:

@@ -13,7 +13,7 @@ import jinja2
 from aiohttp import web
 
 from core.app.ports import AnswerResult, AskRow
-from core.app.service import BY_TOKEN, SESSION_S, Service, Sessions
+from core.app.service import BY_TOKEN, Service, Sessions
 from core.domain import formats, rules
 from core.domain.answering import NOT_A_RESPONDER
 from core.domain.ask import is_external
@@ -21,7 +21,8 @@ from core.domain.responders import OPERATOR
 from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
-from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back
+from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back, session_cookie
+from handlers.web.signin import SIGN_INS
 
 TEMPLATES: web.AppKey[jinja2.Environment] = web.AppKey("web_templates")
 PAGE = 50
@@ -87,30 +88,29 @@ class Inbox:
 
     async def login_page(self, request: web.Request) -> web.Response:
         following = safe_back(request.query.get("next"))
-        if request.get(SESSION):
+        # `again=1`: someone signed in is asked to sign in afresh (a gate's sign_in_within).
+        if request.get(SESSION) and request.query.get("again") != "1":
             raise web.HTTPFound(following)
-        return self.render(request, "login.html", {"next": following, "problem": None})
+        # After a person's sign-in failed (handlers/web/signin.py): one sentence saying why.
+        problem = request.app[SIGN_INS].refusal(request.query.get("failed"), request.query.get("via"))
+        return self._sign_in_page(request, following, problem)
 
     async def login(self, request: web.Request) -> web.Response:
         try:
             form = await read_form(request, limit=4096)
         except BadForm as bad:
-            return self.render(request, "login.html", {"next": "/inbox", "problem": bad.words},
-                               status=bad.status)
+            return self._sign_in_page(request, "/inbox", bad.words, status=bad.status)
         following = safe_back(form.get("next"))
         token = form.get("token", "").strip()
         # The token first, whatever this address failed before: the right one always signs in.
         if token and len(token) <= MAX_TOKEN and self.operator_ok(token):
             session = await self.sessions.start(str(OPERATOR), BY_TOKEN)
             response = web.Response(status=303, headers={"Location": following})
-            response.set_cookie(
-                self.sessions.cookie, session.secret, max_age=SESSION_S, path="/",
-                httponly=True, samesite="Strict", secure=self.sessions.secure,
-            )
+            session_cookie(response, self.sessions, session)
             return response
         wait = self.failures.fail(client_address(request.remote))
-        page = {"next": following, "problem": NOT_VALID if wait is None else TOO_MANY}
-        response = self.render(request, "login.html", page, status=401 if wait is None else 429)
+        response = self._sign_in_page(request, following, NOT_VALID if wait is None else TOO_MANY,
+                                      status=401 if wait is None else 429)
         if wait is not None:
             response.headers["Retry-After"] = str(wait)
         return response
@@ -195,6 +195,16 @@ class Inbox:
         result = await self.asks.answer(ask, OPERATOR, given, note, surface="web")
         return Flash(result.taken, outcome(result, ask), ref)
 
+    # -- the sign-in page ----------------------------------------------------------------
+
+    def _sign_in_page(self, request: web.Request, following: str, problem: str | None,
+                      status: int = 200) -> web.Response:
+        """/login: the operator token's form, and a button per person's sign-in set up."""
+        offers = request.app[SIGN_INS].offers(following)
+        session = request.get(SESSION)
+        context = {"next": following, "problem": problem, "offers": offers,
+                   "signed_in_as": session.identity if session else None}
+        return self.render(request, "login.html", context, status=status)
 
 def outcome(result: AnswerResult, ask: AskRow) -> str:
     """What the operator reads after answering: taken with its value, or why not."""
