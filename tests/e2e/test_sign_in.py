@@ -28,9 +28,12 @@ from core.app.timing import Clock
 from store.models import SessionRow
 from tests.conftest import AGENT_TOKEN, OPERATOR_TOKEN, Aye, settings_for
 from tests.e2e.test_process import free_port
+from tests.e2e.test_slack_surface import slack_env
 from tests.e2e.test_web_browser import CHROMIUM
 from tests.fake_github import OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET, FakeGitHub
 from tests.fake_idp import FakeIdP, Person
+from tests.fake_slack import APP_TOKEN, BOT_TOKEN, FakeSlack
+from tests.fake_slack import TEAM_ID as SLACK_TEAM_ID
 
 # One browser for the module (a fresh context for each test): launching Chromium is most of a
 # short test's time, so the tests share its loop.
@@ -316,3 +319,29 @@ async def test_deny_at_the_provider_signs_nobody_in(
         await at_consent(page, s, "slack")
         await page.get_by_role("link", name="Deny").click()
         await refused_with(page, s, "Sign-in with Slack was cancelled, so you are not signed in.")
+
+
+# -- Slack's workspace, with the Slack bot on -----------------------------------------------------
+
+
+async def test_with_the_slack_bot_on_its_own_workspace_signs_in(
+    database_url: str, org_secret: None, chromium: Browser
+) -> None:
+    """aye's own workspace is its bot token's team (auth.test); `[slack] teams` adds others."""
+    async with FakeSlack(bot_token=BOT_TOKEN, app_token=APP_TOKEN) as slack_api, \
+            site(database_url, **slack_env(slack_api)) as s:
+        await slack_api.wait_for_call("auth.test")
+        for team, admitted in ((SLACK_TEAM_ID, True), (TEAM, True), ("T0SOMEONE", False)):
+            s.slack.person = Person(sub=ADA.sub, team=team)
+            context = await chromium.new_context()
+            page = await context.new_page()
+            await page.goto(f"{s.aye.url}/login")
+            await press(page, "slack")
+            if admitted:
+                await expect(page.get_by_role("heading", name="Open asks")).to_be_visible()
+            else:
+                await expect(page.get_by_role("alert")).to_have_text(
+                    "Only members of this Slack workspace can sign in here.")
+                assert await context.cookies() == []
+            await context.close()
+        assert await sessions_kept(s.aye) == [(WHO["slack"], "slack")] * 2
