@@ -62,6 +62,8 @@ async def check(keys: Keys, provider: Provider, token: dict[str, Any], nonce: st
     doc = await keys.discovery.of(provider.issuer)
     offered = doc.get("id_token_signing_alg_values_supported")
     algorithms = [a for a in (offered if isinstance(offered, list) else ["RS256"]) if a in ALGORITHMS]
+    if not algorithms:  # never let an empty list mean the library's defaults
+        raise Refused(REFUSED, "id_token: the provider signs with no algorithm aye takes")
     decoded = await _verified(keys, provider.issuer, raw, algorithms)
     options = {
         "iss": {"essential": True, "value": provider.issuer},

@@ -59,14 +59,25 @@ class Http:
         try:
             async with self.session.request(method, url, headers=headers, timeout=TIMEOUT,
                                             allow_redirects=False, **kwargs) as resp:
-                raw = await resp.content.read(MAX_REPLY + 1)
+                raw = await _bounded(resp)
                 status = resp.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise Refused(UNREACHABLE, f"{what}: {exc.__class__.__name__}") from None
         try:
-            return status, json.loads(raw) if len(raw) <= MAX_REPLY else None
+            return status, json.loads(raw) if raw is not None else None
         except ValueError:
             return status, None
+
+
+async def _bounded(resp: aiohttp.ClientResponse) -> bytes | None:
+    """The reply's body, or None past MAX_REPLY (a provider has no reason to send more)."""
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_REPLY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class Discovery:

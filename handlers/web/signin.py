@@ -145,6 +145,7 @@ class SignIns:
         before: Session | None = request.get(SESSION)
         if before is not None:  # signing in again: the older session ends
             await self.sessions.end(before)
+            request[SESSION] = None  # and this page is not of it (no CSRF token, no Sign out)
         session = await self.sessions.start(identity, provider.name)
         emit(log, "web.signed_in", method=provider.name, who=identity)
         response = self.render(request, "signed_in.html", {"next": following, "who": identity})

@@ -8,7 +8,9 @@ stores."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -274,6 +276,39 @@ async def test_a_changed_or_missing_state_signs_nobody_in(
                 back = await at_consent(page, s, "slack")
                 await page.goto(with_state(back, state))
                 await refused_with(page, s, STALE)
+
+
+async def test_a_state_changed_in_the_cookie_too_signs_nobody_in(
+    database_url: str, org_secret: None, browser: BrowserContext
+) -> None:
+    """The cookie is signed: a state written into it and into the callback matches nothing."""
+    async with site(database_url) as s:
+        page = await browser.new_page()
+        back = await at_consent(page, s, "slack")
+        [cookie] = await browser.cookies()
+        body, _, mac = cookie["value"].partition(".")
+        data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        data["s"] = "chosen-state"
+        forged = base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+        await browser.add_cookies([{**cookie, "value": f"{forged}.{mac}"}])  # type: ignore[list-item]
+        await page.goto(with_state(back, "chosen-state"))
+        await refused_with(page, s, STALE)
+
+
+async def test_signing_in_again_ends_the_older_session(
+    database_url: str, org_secret: None, browser: BrowserContext
+) -> None:
+    async with site(database_url) as s:
+        page = await browser.new_page()
+        await page.goto(f"{s.aye.url}/login")
+        await press(page, "slack")
+        await expect(page.get_by_role("heading", name="Open asks")).to_be_visible()
+        await page.goto(f"{s.aye.url}/login?again=1")
+        await press(page, "github")
+        await expect(page.get_by_role("heading", name="Open asks")).to_be_visible()
+        assert await sessions_kept(s.aye) == [(WHO["github"], "github")]
+        await page.goto(f"{s.aye.url}/login?again=1")
+        await expect(page.get_by_text(f"You are signed in as {WHO['github']}.")).to_be_visible()
 
 
 async def test_a_callback_in_another_browser_signs_nobody_in(
