@@ -15,9 +15,9 @@ from aiohttp import web
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import BY_TOKEN, Service, Sessions
 from core.domain import formats, rules
-from core.domain.answering import NOT_A_RESPONDER
+from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED
 from core.domain.ask import is_external
-from core.domain.responders import OPERATOR
+from core.domain.responders import OPERATOR, Responder
 from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
@@ -130,7 +130,12 @@ class Inbox:
         every = request.query.get("status") == "all"
         text = request.query.get("cursor", "")
         cursor = int(text) if PLAIN_INTEGER.fullmatch(text) else None
-        rows, more = await self.asks.list_asks(None, None if every else rules.OPEN, PAGE, cursor)
+        status = None if every else rules.OPEN
+        who = _person(request)
+        if who is None:  # the operator token: every ask
+            rows, more = await self.asks.list_asks(None, status, PAGE, cursor)
+        else:  # a person: only the asks they may answer
+            rows, more = await self.asks.list_for(who, status, PAGE, cursor)
         now = self.asks.clock.now()
         query = {"status": "all"} if every else {}
         page_url = _url("/inbox", {**query, **({"cursor": str(cursor)} if cursor else {})})
@@ -165,10 +170,16 @@ class Inbox:
         return self._page(request, "detail.html", context)
 
     async def _find(self, request: web.Request) -> AskRow | None:
+        """The ask the path names, if the one signed in may see it: any for the operator, for
+        a person only an ask they may answer (any other is no such ask to them)."""
         ident = request.match_info["ref"]
         if not (ident.isascii() and ident.isalnum() and len(ident) <= 32):
             return None
-        return await self.asks.find(ident)
+        ask = await self.asks.find(ident)
+        who = _person(request)
+        if ask is None or who is None or self.asks.may_answer(ask, who):
+            return ask
+        return None
 
     # -- answering ---------------------------------------------------------------------
 
@@ -179,21 +190,29 @@ class Inbox:
         if ask is None:
             flash = Flash(False, "Not answered: there is no such ask.")
         else:
-            flash = await self._answer(ask, posted)
+            flash = await self._answer(request, ask, posted)
+        if flash.reason == SIGN_IN_REQUIRED:  # step-up: sign in again, and back to the ask
+            again = _url(LOGIN, {"next": f"/inbox/{rules.ref(ask) if ask else ''}", "again": "1"})
+            return web.Response(status=303, headers={"Location": again})
         response = web.Response(status=303, headers={"Location": back})
         response.set_cookie(FLASH_COOKIE, self.flashes.sign(flash), max_age=FLASH_S, path="/",
                             httponly=True, samesite="Strict", secure=self.sessions.secure)
         return response
 
-    async def _answer(self, ask: AskRow, posted: Any) -> Flash:
+    async def _answer(self, request: web.Request, ask: AskRow, posted: Any) -> Flash:
         ref = rules.ref(ask)
         note = posted.get("note", "").strip() or None
         if note is not None and len(note) > MAX_NOTE:
             return Flash(False, f"Not answered: the note must be at most {MAX_NOTE} characters.", ref)
         control = views.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
         given = fields.given(control, posted, ask.form_schema)
-        result = await self.asks.answer(ask, OPERATOR, given, note, surface="web")
-        return Flash(result.taken, outcome(result, ask), ref)
+        session = request.get(SESSION)
+        who = _person(request) or OPERATOR
+        result = await self.asks.answer(
+            ask, who, given, note, surface="web",
+            signed_in_at=session.signed_in_at if session is not None else None,
+        )
+        return Flash(result.taken, outcome(result, ask), ref, result.reason)
 
     # -- the sign-in page ----------------------------------------------------------------
 
@@ -205,6 +224,7 @@ class Inbox:
         context = {"next": following, "problem": problem, "offers": offers,
                    "signed_in_as": session.identity if session else None}
         return self.render(request, "login.html", context, status=status)
+
 
 def outcome(result: AnswerResult, ask: AskRow) -> str:
     """What the operator reads after answering: taken with its value, or why not."""
@@ -218,6 +238,14 @@ def outcome(result: AnswerResult, ask: AskRow) -> str:
         return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."
     reason = result.reason or "closed"
     return f"Not answered: {rules.REASONS.get(reason, reason)}."
+
+
+def _person(request: web.Request) -> Responder | None:
+    """The person signed in (their identity), or None for the operator token's session."""
+    session = request.get(SESSION)
+    if session is None or session.method == BY_TOKEN:
+        return None
+    return Responder.parse(session.identity)
 
 
 def _url(path: str, query: dict[str, str]) -> str:
