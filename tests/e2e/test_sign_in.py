@@ -245,6 +245,18 @@ async def test_a_misbehaving_provider_signs_nobody_in(
                     await context.close()
 
 
+async def test_a_provider_that_is_down_signs_nobody_in(
+    database_url: str, org_secret: None, browser: BrowserContext
+) -> None:
+    async with site(database_url) as s:
+        await s.org.close()  # discovery cannot be read: the sign-in cannot even begin
+        page = await browser.new_page()
+        await page.goto(f"{s.aye.url}/login")
+        await press(page, "oidc")
+        await refused_with(
+            page, s, "127.0.0.1 could not be reached, so you are not signed in: try again in a moment.")
+
+
 # -- the state: bound to this browser, used once ---------------------------------------------------
 
 
