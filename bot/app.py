@@ -51,6 +51,8 @@ ACCESS = logging.getLogger("aye.access")
 SERVICE = web.AppKey("service", Service)
 # What /healthz says of each surface, on or off, in the order of the plug-ins.
 SURFACE_NAMES = web.AppKey("surface_names", list[str])
+# The kind of identity each sign-in gives (Slack's member id, a GitHub login, a verified email).
+SIGNS_IN_AS = {"slack": "slack", "github": "github", "oidc": "email"}
 # On SIGTERM: in-flight sends get this long to finish; the whole stop stays within 10 s.
 DRAIN_S = 5.0
 ENV_FILE = ".env"
@@ -88,12 +90,15 @@ def create_app(
     app.add_routes([web.get("/healthz", healthz)])
     for surface in parts.places.values():
         app.add_routes(surface.routes())
+    sign_ins_on = sign_in_providers(settings, config, plugins, slack_teams(service))
+    # Whoever signs in to the inbox as themselves can answer there: an ask for them is
+    # reachable with or without their surface running.
+    service.inbox_signs_in(frozenset(SIGNS_IN_AS[p.name] for p in sign_ins_on))
     setup_inbox(
         app, service, operator_ok=tokens.is_operator,
         secure=(settings.public_url or "").startswith("https://"),
         session_key=tokens.derived_key(b"web inbox sessions"),
-        providers=sign_in_providers(settings, config, plugins, slack_teams(service)),
-        origin=settings.origin,
+        providers=sign_ins_on, origin=settings.origin,
     )
     app.cleanup_ctx.append(_lifecycle)
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.

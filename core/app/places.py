@@ -17,6 +17,9 @@ from store.models import AskRow
 class Places:
     def __init__(self) -> None:
         self._surfaces: dict[str, Surface] = {}
+        # The kinds of identity people sign in to the web inbox as (slack, github, email):
+        # someone of such a kind can answer there, whether or not their surface runs.
+        self._signed_in: frozenset[str] = frozenset()
 
     def add(self, surface: Surface) -> None:
         self._surfaces[surface.name] = surface
@@ -46,10 +49,15 @@ class Places:
     def values(self) -> list[Surface]:
         return list(self._surfaces.values())
 
+    def signing_in(self, kinds: frozenset[str]) -> None:
+        """People sign in to the web inbox as identities of these kinds."""
+        self._signed_in = kinds
+
     def reachable(self, responders: Sequence[Responder], work: dict[str, Any] | None) -> bool:
-        """Can any of `responders` be asked on a running surface (the operator always can)?"""
+        """Can any of `responders` be asked on a running surface, or answer in the web inbox
+        signed in as themselves (the operator always can)?"""
         for responder in responders:
-            if responder.kind == OPERATOR.kind:
+            if responder.kind == OPERATOR.kind or responder.kind in self._signed_in:
                 return True
             if any(s.reaches(responder, work) for s in self._surfaces.values()):
                 return True

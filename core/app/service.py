@@ -62,6 +62,11 @@ class Service:
     def add_surface(self, surface: Surface) -> None:
         self._parts.places.add(surface)
 
+    def inbox_signs_in(self, kinds: frozenset[str]) -> None:
+        """People sign in to the web inbox as identities of these kinds (slack, github, email):
+        an ask for one of them can be answered there, with or without its surface."""
+        self._parts.places.signing_in(kinds)
+
     def count_with(self, tally: Tally) -> None:
         """`tally` is told of every change this process commits (the process's metrics)."""
         self._parts.tally.add(tally)

@@ -60,7 +60,8 @@ class Inbox:
     def render(self, request: web.Request, name: str, context: dict[str, Any],
                status: int = 200) -> web.Response:
         session = request.get(SESSION)
-        base = {"csrf": self.sessions.csrf(session) if session else "", "flash": None, "tab": None}
+        base = {"csrf": self.sessions.csrf(session) if session else "", "flash": None, "tab": None,
+                "signed_in_as": _shown_identity(session)}
         return aiohttp_jinja2.render_template(
             name, request, {**base, **context}, status=status, app_key=TEMPLATES
         )
@@ -238,6 +239,13 @@ def outcome(result: AnswerResult, ask: AskRow) -> str:
         return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."
     reason = result.reason or "closed"
     return f"Not answered: {rules.REASONS.get(reason, reason)}."
+
+
+def _shown_identity(session: Any) -> str | None:
+    """Who the page says is signed in: the person's identity, or "the operator"."""
+    if session is None:
+        return None
+    return "the operator" if session.method == BY_TOKEN else str(session.identity)
 
 
 def _person(request: web.Request) -> Responder | None:

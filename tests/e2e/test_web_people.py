@@ -17,7 +17,7 @@ from core.domain import rules
 from core.domain.responders import Responder
 from core.domain.types import AgentInfo, NewAsk
 from handlers.web.guard import WEB
-from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye
+from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye, StartAye
 from tests.e2e.test_web_pages import history
 from tests.unit.test_web_harness import Operator, StartInbox, inboxes
 
@@ -185,3 +185,17 @@ async def test_a_refusal_counts_from_anywhere_under_step_up(
     result = await aye.asks.answer(ask, Responder.parse(ADA_SLACK), "refuse", surface="slack")
     assert result.taken and result.ask is not None and result.ask.outcome == "approval_refused"
 
+
+
+async def test_with_a_sign_in_set_up_its_people_can_be_asked_without_their_surface(
+    start_aye: StartAye, database_url: str
+) -> None:
+    config = Config.model_validate({"defaults": {"responders": [ADA_GITHUB]}})
+    off = await start_aye(database_url, config)
+    resp = await off.client.post("/v1/asks", json={"question": "Ship?"}, headers=AGENT_HEADERS)
+    assert (resp.status, (await resp.json())["error"]) == (422, "no_reachable_responder")
+    env = {"GITHUB_CLIENT_ID": "aye-client", "GITHUB_CLIENT_SECRET": "aye-secret"}
+    signing_in = await start_aye(database_url, config, env=env)
+    resp = await signing_in.client.post("/v1/asks", json={"question": "Ship?"},
+                                        headers=AGENT_HEADERS)
+    assert resp.status == 201, await resp.text()

@@ -20,19 +20,28 @@ def _lines() -> list[str]:
     return [line.split("#")[0].rstrip() for line in MANIFEST.read_text().splitlines()]
 
 
-def test_bot_scopes_are_exactly_those_used() -> None:
-    lines = _lines()
-    start = lines.index("    bot:")
-    scopes = []
+def _listed(lines: list[str], key: str) -> list[str]:
+    start = lines.index(key)
+    found = []
     for line in lines[start + 1 :]:
         if not line.strip():
             continue
         if not line.startswith("      - "):
             break
-        scopes.append(line.removeprefix("      - "))
+        found.append(line.removeprefix("      - "))
+    return found
 
-    assert sorted(scopes) == sorted(SCOPES)
-    assert "    user:" not in lines
+
+def test_bot_scopes_are_exactly_those_used() -> None:
+    assert sorted(_listed(_lines(), "    bot:")) == sorted(SCOPES)
+
+
+def test_user_scopes_are_exactly_those_sign_in_with_slack_asks() -> None:
+    # OpenID Connect: the member's id and workspace (openid), name (profile), address (email).
+    assert sorted(_listed(_lines(), "    user:")) == ["email", "openid", "profile"]
+    lines = _lines()
+    redirect = lines[lines.index("  redirect_urls:") + 1].strip()
+    assert redirect.startswith("- https://") and redirect.endswith("/login/slack/callback")
 
 
 def test_socket_mode_and_interactivity_are_on_and_no_events_are_subscribed() -> None:
