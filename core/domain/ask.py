@@ -71,8 +71,9 @@ class Ask(Protocol):
 
 
 class AskValues(TypedDict, total=False):
-    """The columns a new ask is written with (core.app.asking, core.app.gating): every key
-    one of the row's, typed as the row has it; the store fills the rest with their defaults."""
+    """The columns a new ask is written with (core.app.asking, core.app.gating): each typed as
+    the row has it; what is decided later (the answer, its reading, the clock's marks) is not
+    among them, and the store fills those with their defaults."""
 
     id: str
     agent: str
@@ -91,35 +92,21 @@ class AskValues(TypedDict, total=False):
     responders: list[str]
     escalate_responders: list[str] | None
     escalate_at: float | None
-    escalated_at: float | None
     deadline: float
     due_at: float | None
     created_at: float
-    closed_at: float | None
     idem_key: str | None
     body_hash: str | None
     sensitive: bool
-    answer_value: str | None
-    answer_option: int | None
-    answer_note: str | None
-    answered_by: str | None
-    answer_surface: str | None
-    outcome: str | None
-    read_at: float | None
-    erased: bool
     operation: str | None
     call_input: Any
     call_hash: str | None
-    approval_used_at: float | None
     approvals_needed: int | None
-    approvers: list[str] | None
     self_check: bool | None
     remind_at: float | None
-    reminded_at: float | None
     callback_url: str | None
     verifier: str | None
     ticket_hash: str | None
-    delivery_digest: str | None
     sign_in_within: float | None
 
 

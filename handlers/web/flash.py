@@ -3,8 +3,6 @@ the 303 shows once, then deletes. Nothing is stored: it says only what this brow
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -12,20 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from handlers.web.urlsafe import b64, unb64
+
 FLASH_COOKIE = "aye_flash"
 FLASH_S = 60
 MAX_FLASH_TEXT = 600  # a cookie holds about 4 KB: the outcome's words are cut to this
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes | None:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +36,12 @@ class Flashes:
         self.now = now
 
     def _mac(self, body: str) -> str:
-        return _b64(hmac.new(self._key, f"flash|{body}".encode(), hashlib.sha256).digest())
+        return b64(hmac.new(self._key, f"flash|{body}".encode(), hashlib.sha256).digest())
 
     def sign(self, flash: Flash) -> str:
         text = flash.text if len(flash.text) <= MAX_FLASH_TEXT else flash.text[:MAX_FLASH_TEXT] + "…"
         data = {"ok": flash.ok, "text": text, "ref": flash.ref, "until": int(self.now()) + FLASH_S}
-        body = _b64(json.dumps(data, separators=(",", ":")).encode())
+        body = b64(json.dumps(data, separators=(",", ":")).encode())
         return f"{body}.{self._mac(body)}"
 
     def read(self, value: str | None) -> Flash | None:
@@ -61,7 +50,7 @@ class Flashes:
         body, _, mac = value.partition(".")
         if not hmac.compare_digest(mac, self._mac(body)):
             return None
-        raw = _unb64(body)
+        raw = unb64(body)
         try:
             data: Any = json.loads(raw) if raw is not None else None
         except ValueError:

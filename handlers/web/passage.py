@@ -12,8 +12,6 @@ store's to say (the caller spends it there, for every process on the store).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -22,22 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from handlers.web.urlsafe import b64, unb64
+
 COOKIE = "aye_signin"
 # With https the cookie takes the __Host- prefix, as the session's does.
 SECURE_COOKIE = "__Host-aye_signin"
 PASSAGE_S = 600  # how long a person may take at the provider before the sign-in is stale
 MAX_COOKIE = 2048
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes | None:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +56,8 @@ class Passages:
         passage = Passage(provider, secrets.token_urlsafe(32), following)
         data = {"p": provider, "s": passage.state, "n": following,
                 "u": int(self.now()) + PASSAGE_S}
-        body = _b64(json.dumps(data, separators=(",", ":")).encode())
-        return passage, f"{body}.{_b64(self._mac('cookie', body))}"
+        body = b64(json.dumps(data, separators=(",", ":")).encode())
+        return passage, f"{body}.{b64(self._mac('cookie', body))}"
 
     def read(self, value: str | None, provider: str, state: str | None) -> Passage | None:
         """The sign-in this browser began with `provider`, if the callback's `state` is its
@@ -76,7 +65,7 @@ class Passages:
         if not value or len(value) > MAX_COOKIE or not value.isascii() or not state:
             return None
         body, _, mac = value.partition(".")
-        if not hmac.compare_digest(mac, _b64(self._mac("cookie", body))):
+        if not hmac.compare_digest(mac, b64(self._mac("cookie", body))):
             return None
         data = _json(body)
         if data is None or not isinstance(data.get("u"), int) or data["u"] < self.now():
@@ -89,15 +78,15 @@ class Passages:
         return Passage(provider, kept, following)
 
     def nonce(self, passage: Passage) -> str:
-        return _b64(self._mac("nonce", passage.state))
+        return b64(self._mac("nonce", passage.state))
 
     def verifier(self, passage: Passage) -> str:
         """The PKCE code verifier (RFC 7636: 43 to 128 URL-safe characters; this is 43)."""
-        return _b64(self._mac("verifier", passage.state))
+        return b64(self._mac("verifier", passage.state))
 
 
 def _json(body: str) -> dict[str, Any] | None:
-    raw = _unb64(body)
+    raw = unb64(body)
     try:
         data = json.loads(raw) if raw is not None else None
     except ValueError:
