@@ -15,6 +15,7 @@ import aiohttp
 from aiohttp import web
 from dotenv import load_dotenv
 
+from ask_api.audit import routes as audit_routes
 from ask_api.callbacks import NAME as CALLBACKS
 from ask_api.callbacks import Callbacks, Target
 from ask_api.external import Door
@@ -87,6 +88,7 @@ def create_app(
     app.add_routes(api.routes())
     app.add_routes(door.routes())
     app.add_routes(whoami_routes())
+    app.add_routes(audit_routes(service))
     app.add_routes([web.get("/healthz", healthz)])
     for surface in parts.places.values():
         app.add_routes(surface.routes())

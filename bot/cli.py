@@ -18,7 +18,7 @@ from typing import Any
 
 from dotenv import load_dotenv
 
-from bot import cli_formats, cli_show, cli_watch, logs
+from bot import cli_audit, cli_formats, cli_show, cli_watch, logs
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.token_file import read_token_file, token_file_path
@@ -288,12 +288,22 @@ def parser() -> argparse.ArgumentParser:
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")
     sub.add_parser("watch", help="print every change to an ask as it happens (Ctrl-C stops)")
+    audit = sub.add_parser("audit", help="the audit chain: export it, or verify it")
+    steps = audit.add_subparsers(dest="audit", required=True)
+    export = steps.add_parser("export", help="every entry as a JSON line (from AYE_URL)")
+    export.add_argument("--after", type=int, default=0, help="only entries after this seq")
+    steps.add_parser("verify", help="recompute the chain from the store (AYE_DATABASE_URL)")
     sub.add_parser("mcp", help="aye's MCP server over stdio, for an MCP client to start "
                    "(as the agent of AYE_AGENT_TOKEN, talking to AYE_URL)")
     return top
 
 
-COMMANDS = {"asks": cmd_asks, "show": cmd_show, "answer": cmd_answer, "withdraw": cmd_withdraw}
+def cmd_audit(client: Client, args: argparse.Namespace) -> int:
+    return cli_audit.cmd_export(client, max(0, args.after), _failed)
+
+
+COMMANDS = {"asks": cmd_asks, "show": cmd_show, "answer": cmd_answer, "withdraw": cmd_withdraw,
+            "audit": cmd_audit}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +333,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return mcp()
     if args.command == "watch":
         return _watch()
+    if args.command == "audit" and args.audit == "verify":
+        return cli_audit.cmd_verify()
     try:
         return COMMANDS[args.command](_client(), args)
     except Unreachable as exc:

@@ -99,13 +99,21 @@ class HistoryRow(SQLModel, table=True):
     """What happened to an ask, oldest first. Never holds a sensitive value."""
 
     __tablename__ = "history"
-    __table_args__ = (Index("ix_history_ask", "ask_seq", "id"),)
+    __table_args__ = (
+        Index("ix_history_ask", "ask_seq", "id"),
+        Index("ix_history_chain", "chain_seq", unique=True),
+    )
 
     id: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
     ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
     at: float
     event: str = Field(max_length=16)
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # Its place in the audit chain (store/chain.py): 1, 2, 3, … across every ask, the hash of
+    # the entry before it, and its own.
+    chain_seq: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    prev: str | None = Field(default=None, max_length=64)
+    hash: str | None = Field(default=None, max_length=64)
 
 
 class OutboxRow(SQLModel, table=True):

@@ -35,8 +35,8 @@ from core.domain.ask import AskValues
 from core.domain.logline import emit
 from core.domain.types import AgentInfo, AlreadySeen, FollowUp, Seen
 from store import asks as q
+from store import audit, chain, outbox, posts
 from store import events as event_rows
-from store import outbox, posts
 from store.db import Conn, Duplicate, Store
 from store.models import AskRow
 
@@ -74,6 +74,7 @@ class Change:
         self.now = parts.clock.now()
         self._parts = parts
         self._history: list[dict[str, Any]] = []
+        self._history_asks: list[str] = []  # each entry's ask id, for the audit chain
         self._outbox: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
         self._notify: list[str] = []
@@ -187,8 +188,10 @@ class Change:
         self, event: str, detail: dict[str, Any], ask: AskRow | None = None,
         at: float | None = None,
     ) -> None:
-        self._history.append({"ask_seq": self._ask(ask).seq, "at": self.now if at is None else at,
+        about = self._ask(ask)
+        self._history.append({"ask_seq": about.seq, "at": self.now if at is None else at,
                               "event": event, "detail": detail})
+        self._history_asks.append(about.id)
 
     def outbox(self, action: str, ask: AskRow | None = None) -> None:
         """A row for each surface that wants `action` on the ask."""
@@ -226,6 +229,20 @@ class Change:
         """The clock did `action` (remind, escalate, expire) `late_s` after it was due."""
         self.after.fired.append((action, late_s))
 
+    async def _chained(self) -> list[dict[str, Any]]:
+        """The history entries with their places in the audit chain after its head, read
+        under the commit-order lock (PostgreSQL; SQLite's writer is one), which is held to the
+        commit: the next change appends after these, on any process."""
+        last, prev = await audit.head(self.conn, self._parts.store.is_postgres)
+        prev = prev or chain.GENESIS
+        rows = []
+        for entry, ask_id in zip(self._history, self._history_asks, strict=True):
+            last += 1
+            linked = chain.entry(last, entry["at"], ask_id, entry["event"], entry["detail"], prev)
+            rows.append({**entry, "chain_seq": last, "prev": prev, "hash": linked["hash"]})
+            prev = linked["hash"]
+        return rows
+
     def _ask(self, ask: AskRow | None) -> AskRow:
         ask = ask or self.ask
         if ask is None:
@@ -233,9 +250,10 @@ class Change:
         return ask
 
     async def flush(self) -> None:
-        """Write what was collected: history, outbox rows, then the events, last."""
+        """Write what was collected: history (each entry appended to the audit chain), outbox
+        rows, then the events, last."""
         if self._history:
-            await q.add_histories(self.conn, self._history)
+            await q.add_histories(self.conn, await self._chained())
         if self._outbox:
             await outbox.add(self.conn, self._outbox)
         if self._events:

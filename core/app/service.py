@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from core.app import (
     answers,
     asking,
+    auditing,
     delivery,
     external_asks,
     gating,
@@ -124,6 +125,10 @@ class Service:
         """Whether `who` is among the people `ask` is for now (its responders, a person they
         are, a bare kind of theirs; the escalation's once it escalated)."""
         return reading.may_answer(self._parts, ask, who)
+
+    async def audit(self, after: int, limit: int) -> tuple[list[dict[str, Any]], int | None]:
+        """A page of the audit chain after seq `after`, and where to read on (None: its end)."""
+        return await auditing.page(self._parts, after, limit)
 
     async def open_on_work(self, key: str) -> list[AskRow]:
         return await reading.open_on_work(self._parts, key)

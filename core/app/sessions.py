@@ -17,7 +17,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from store import sessions as rows
 from store.db import Store
@@ -38,7 +38,7 @@ SECRET = re.compile(r"[A-Za-z0-9_-]{43}")
 class Session:
     """A signed-in browser: the cookie's secret (never stored), who and how and when."""
 
-    secret: str
+    secret: str = field(repr=False)  # the cookie's: never in a log line or a repr
     identity: str
     method: str
     signed_in_at: float

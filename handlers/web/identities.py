@@ -11,6 +11,9 @@ from core.domain.responders import Responder
 from handlers.web.oauth import REFUSED, Refused
 from handlers.web.providers import GITHUB, SLACK, SLACK_TEAM_CLAIM, SLACK_USER_CLAIM, Provider
 
+# A session's identity column holds 120 characters (store/models.py SessionRow).
+MAX_IDENTITY = 120
+
 
 def identity_of(provider: Provider, claims: dict[str, Any]) -> str:
     """The identity `claims` (an ID token's, or GitHub's user) make known; Refused otherwise."""
@@ -27,6 +30,8 @@ def identity_of(provider: Provider, claims: dict[str, Any]) -> str:
     if claims.get("email_verified") is not True:
         raise Refused("unverified", "email_verified is not true")
     email = claims.get("email")
+    if isinstance(email, str) and len(email) > MAX_IDENTITY - len(EMAIL_KIND) - 1:
+        raise Refused(REFUSED, "an email address longer than a session holds")
     return _responder(EMAIL_KIND, email.lower() if isinstance(email, str) else None)
 
 

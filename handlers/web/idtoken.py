@@ -27,6 +27,7 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 # A JWKS is asked for again when a token names a key it does not hold (the provider rotated
 # its keys), but not more often than this.
 REFETCH_S = 60.0
+KEYS_TTL_S = 3600.0  # as long as the discovery document is kept
 
 
 class Keys:
@@ -38,8 +39,12 @@ class Keys:
 
     async def of(self, issuer: str, fresh: bool = False) -> KeySet:
         kept = self._sets.get(issuer)
-        if kept is not None and not (fresh and time.monotonic() - kept[0] > REFETCH_S):
-            return kept[1]
+        # Read again for a key not found (at most every REFETCH_S), and in any case once the
+        # set is KEYS_TTL_S old: a key the provider withdrew is trusted no longer than that.
+        if kept is not None:
+            age = time.monotonic() - kept[0]
+            if age < KEYS_TTL_S and not (fresh and age > REFETCH_S):
+                return kept[1]
         doc = await self.discovery.of(issuer)
         status, jwks = await self.discovery.http.json("GET", doc["jwks_uri"], "jwks")
         if status != 200 or not isinstance(jwks, dict):
@@ -65,8 +70,11 @@ async def check(keys: Keys, provider: Provider, token: dict[str, Any], nonce: st
     if not algorithms:  # never let an empty list mean the library's defaults
         raise Refused(REFUSED, "id_token: the provider signs with no algorithm aye takes")
     decoded = await _verified(keys, provider.issuer, raw, algorithms)
+    # `iss` as the provider's own discovery document spells it (it matched the configured
+    # issuer, a trailing slash aside): some providers' issuers end in "/".
+    said = doc.get("issuer")
     options = {
-        "iss": {"essential": True, "value": provider.issuer},
+        "iss": {"essential": True, "value": said if isinstance(said, str) else provider.issuer},
         "aud": {"essential": True, "value": provider.client.id},
     }
     params = {"nonce": nonce, "client_id": provider.client.id, "access_token": token["access_token"]}

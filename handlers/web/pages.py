@@ -105,6 +105,9 @@ class Inbox:
         token = form.get("token", "").strip()
         # The token first, whatever this address failed before: the right one always signs in.
         if token and len(token) <= MAX_TOKEN and self.operator_ok(token):
+            earlier = request.get(SESSION)
+            if earlier is not None:  # signing in again ends the session before, everywhere
+                await self.sessions.end(earlier)
             session = await self.sessions.start(str(OPERATOR), BY_TOKEN)
             response = web.Response(status=303, headers={"Location": following})
             session_cookie(response, self.sessions, session)

@@ -26,7 +26,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 
-from store import migrate
+from store import audit, chain, migrate
 from store.db import Store, StoreError
 from store.urls import sqlite_path
 from tests.conftest import reset_postgres
@@ -114,6 +114,7 @@ COLUMNS_0_1_0 = {
     ),
     "outbox": "id, ask_seq, surface, action, payload, created_at, due_at, attempts, "
               "claimed_until, done_at, last_error",
+    "history": "id, ask_seq, at, event, detail",
 }
 
 
@@ -192,6 +193,20 @@ async def test_a_0_1_0_store_upgrades_in_place_keeping_every_row(database_url: s
         assert after[table] == before[table], table
     # Alembic owns the schema now; 0.1.0 would refuse this store rather than write to it.
     assert after["meta"] == [("schema_version", "2")]
+    # Its earlier history is one audit chain (revision 0012), in the order it was written.
+    walked = await chain_of(database_url)
+    assert walked.broken_at is None and walked.count == len(before["history"]) > 0
+
+
+async def chain_of(database_url: str) -> Any:
+    """The store's audit chain, walked (store/chain.py)."""
+    store = Store(database_url)
+    try:
+        async with store.read() as conn:
+            found = await audit.entries(conn, 0, 1_000_000)
+    finally:
+        await store.close()
+    return chain.check(audit.as_entry(row) for row in found)
 
 
 async def test_a_failed_upgrade_leaves_the_0_1_0_store_as_it_was(
