@@ -674,7 +674,12 @@ ASK_BASE: dict[str, Any] = {
     "remind_at": None, "reminded_at": None, "callback_url": None,
     # Since external answers (migration 0009).
     "verifier": None, "ticket_hash": None, "delivery_digest": None,
+    # Since step-up (migration 0011).
+    "sign_in_within": None,
 }
+# History rows loaded in bulk take no place in the audit chain (migration 0012): the chain the
+# server appends goes on from its own head, and these rows are not what the bench measures.
+UNCHAINED = {"chain_seq": None, "prev": None, "hash": None}
 CREATED_DETAIL = json.dumps({"agent": "default"})
 ANSWERED_DETAIL = json.dumps({"by": "operator:local", "surface": "cli"})
 
@@ -705,7 +710,7 @@ def ask_rows(
         row.update(seq=seq, id=uuid.uuid4().hex, created_at=created,
                    question=f"Bench question {seq}: ship it?", deadline=created + 3600.0)
         history = [hist_of({"ask_seq": seq, "at": created, "event": "created",
-                            "detail": CREATED_DETAIL})]
+                            "detail": CREATED_DETAIL, **UNCHAINED})]
         if status == "open":
             row.update(due_at=created + 3600.0, closed_at=None, answer_value=None,
                        answer_option=None, answered_by=None, answer_surface=None, read_at=None)
@@ -714,7 +719,7 @@ def ask_rows(
             row.update(due_at=None, closed_at=closed, answer_value="yes", answer_option=1,
                        answered_by="operator:local", answer_surface="cli", read_at=closed + 1.0)
             history.append(hist_of({"ask_seq": seq, "at": closed, "event": "answered",
-                                    "detail": ANSWERED_DETAIL}))
+                                    "detail": ANSWERED_DETAIL, **UNCHAINED}))
         yield ask_of(row), history
 
 

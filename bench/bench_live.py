@@ -76,6 +76,9 @@ PEOPLE_CONFIG = f'[[people]]\nname = "ada"\nids = ["{PERSON_ID}"]\n'
 ANSWERED = "ask.answered"
 CARD = re.compile(r'<li class="ask ')
 NEXT = re.compile(r'<a href="([^"]+)" rel="next">')
+# History columns a clone does not copy: its own id, and a place in the audit chain (each is
+# one entry's; clones take none, and the server's own chain goes on from its head).
+NOT_CLONED = ("id", "chain_seq", "prev", "hash")
 # Columns of `asks` and `history` that hold a time: a clone is moved in time as a whole.
 TIME_COLUMNS = (
     "created_at", "deadline", "due_at", "closed_at", "read_at", "escalate_at", "escalated_at",
@@ -129,7 +132,8 @@ def clone_sqlite(path: Path, template_id: str, count: int, spacing_s: float) -> 
         if found is None:
             raise RuntimeError(f"no ask {template_id} to copy")
         template = dict(found)
-        hist_cols = [r[1] for r in conn.execute("PRAGMA table_info(history)") if r[1] != "id"]
+        hist_cols = [r[1] for r in conn.execute("PRAGMA table_info(history)")
+                     if r[1] not in NOT_CLONED]
         history = [dict(r) for r in conn.execute(
             f"SELECT {', '.join(hist_cols)} FROM history WHERE ask_seq = ? ORDER BY id",
             (template["seq"],),
@@ -177,7 +181,7 @@ async def clone_pg(url: str, template_id: str, count: int, spacing_s: float) -> 
         ask_cols = list(found.keys())
         hist_rows = await conn.fetch("SELECT * FROM history WHERE ask_seq = $1 ORDER BY id",
                                      template["seq"])
-        hist_cols = [c for c in (hist_rows[0].keys() if hist_rows else []) if c != "id"]
+        hist_cols = [c for c in (hist_rows[0].keys() if hist_rows else []) if c not in NOT_CLONED]
         history = [{c: r[c] for c in hist_cols} for r in hist_rows]
         first = int(await conn.fetchval("SELECT MAX(seq) FROM asks")) + 1
         asks: list[tuple[Any, ...]] = []
