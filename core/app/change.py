@@ -252,6 +252,9 @@ class Change:
     async def flush(self) -> None:
         """Write what was collected: history (each entry appended to the audit chain), outbox
         rows, then the events, last."""
+        # The chain's append takes the commit-order lock (PostgreSQL): the events after it
+        # need not take it again (it is held to the commit).
+        locked = bool(self._history)
         if self._history:
             await q.add_histories(self.conn, await self._chained())
         if self._outbox:
@@ -261,7 +264,7 @@ class Change:
             if postgres:
                 for ask_id in dict.fromkeys(self._notify):
                     await q.notify(self.conn, ask_id)
-            await event_rows.add_many(self.conn, self._events, serialize=postgres)
+            await event_rows.add_many(self.conn, self._events, serialize=postgres and not locked)
             self.after.events = True
 
 
