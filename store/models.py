@@ -93,6 +93,13 @@ class AskRow(SQLModel, table=True):
     delivery_digest: str | None = Field(default=None, max_length=64)
     # Step-up (a gate's sign_in_within, seconds): approvals count only from a sign-in this fresh.
     sign_in_within: float | None = None
+    # What ran (POST /v1/calls/outcome): reported once per use of the approval by its agent.
+    run_outcome: str | None = Field(default=None, max_length=16)
+    run_detail: str | None = Field(default=None, sa_column=Column(Text))
+    run_at: float | None = None
+    # A destructive ask (`"danger": true`, or a gate's `danger = true`): its affirmative answer
+    # is a danger-styled control with a confirmation step on every surface.
+    danger: bool | None = None
 
 
 class HistoryRow(SQLModel, table=True):
@@ -210,6 +217,19 @@ class SessionRow(SQLModel, table=True):
     method: str = Field(max_length=16)
     signed_in_at: float
     expires_at: float
+
+
+class SigningKeyRow(SQLModel, table=True):
+    """A key receipts are signed with; the highest generation is current. A generated key
+    keeps its private half here (PEM); one from AYE_SIGNING_KEY_PATH keeps it in its file."""
+
+    __tablename__ = "signing_keys"
+
+    generation: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    kid: str = Field(max_length=64, unique=True)
+    public_jwk: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    private_pem: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: float
 
 
 class MetaRow(SQLModel, table=True):
