@@ -68,6 +68,10 @@ class Ask(Protocol):
     ticket_hash: str | None
     delivery_digest: str | None
     sign_in_within: float | None
+    run_outcome: str | None
+    run_detail: str | None
+    run_at: float | None
+    danger: bool | None
 
 
 class AskValues(TypedDict, total=False):
