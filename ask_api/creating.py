@@ -31,7 +31,7 @@ def new_ask(agent: AgentInfo, body: AskBodyBase, raw: dict[str, Any], now: float
         question=body.question, options=body.options, context=body.context,
         deadline=deadline, timeout_s=body.timeout_s,
         work=body.work.as_dict() if body.work else None, key=body.key,
-        sensitive=body.sensitive, body=raw, format=fmt, form_schema=body.form_schema,
+        sensitive=body.sensitive, danger=body.danger, body=raw, format=fmt, form_schema=body.form_schema,
         pick_min=body.min, pick_max=body.max,
         media=[m.model_dump(exclude_none=True) for m in body.media] if body.media else None,
         callback_url=body.callback_url, verifier=body.verifier,

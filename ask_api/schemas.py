@@ -115,6 +115,8 @@ class AskBodyBase(Body):
     work: WorkBase | None = None  # the registered variants: see bodies()
     key: Annotated[StrictStr, Field(min_length=1, max_length=200)] | None = None
     sensitive: StrictBool = False
+    # Destructive: the affirmative answer is a danger-styled control with a confirmation step.
+    danger: StrictBool = False
     format: Literal["text", "choice", "multi", "confirm", "ack", "form", "external"] | None = None
     form_schema: dict[str, Any] | None = Field(default=None, alias="schema")
     min: StrictInt | None = None

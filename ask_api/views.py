@@ -71,6 +71,8 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
         "sensitive": ask.sensitive,
         "answer": _answer(ask, operator=False),
     }
+    if ask.danger:  # destructive: surfaces ask to confirm its affirmative answer
+        view["danger"] = True
     for key, value in (("schema", ask.form_schema), ("min", ask.pick_min), ("max", ask.pick_max),
                        ("media", ask.media), ("callback_url", ask.callback_url),
                        ("verifier", ask.verifier)):

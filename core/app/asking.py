@@ -40,7 +40,7 @@ async def create_question(parts: Parts, agent: AgentInfo, new: NewAsk) -> tuple[
         idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive, format=new.format,
         form_schema=new.form_schema, pick_min=new.pick_min, pick_max=new.pick_max,
         media=new.media, callback_url=new.callback_url, verifier=new.verifier,
-        ticket_hash=new.ticket_hash,
+        ticket_hash=new.ticket_hash, danger=new.danger or None,
     ))
     remind = parts.defaults.question_remind_after
     if remind is not None and new.verifier is None and now + remind < deadline:

@@ -126,6 +126,7 @@ def approval_values(
         operation=operation, call_input=input_,
         approvals_needed=gate.approvals if gate.approvals > 1 else None,
         self_check=gate.prevent_self_approval or None, sign_in_within=gate.sign_in_within,
+        danger=gate.danger or None,
     ))
     if gate.escalate and gate.timeout < total:
         values.update(AskValues(

@@ -112,6 +112,7 @@ class AskValues(TypedDict, total=False):
     verifier: str | None
     ticket_hash: str | None
     sign_in_within: float | None
+    danger: bool | None
 
 
 def is_question(ask: Ask) -> bool:

@@ -26,6 +26,8 @@ class AskSpec(Protocol):
     def min(self) -> int | None: ...
     @property
     def max(self) -> int | None: ...
+    @property
+    def danger(self) -> bool: ...
 
 
 def check_times(deadline: float | None, timeout_s: float | None, now: float) -> None:
@@ -60,6 +62,8 @@ def check_format(body: AskSpec) -> str:
         raise FormatProblem("verifier", 'only an external ask (format "external") takes a verifier')
     if fmt == formats.EXTERNAL:
         _external(body)
+        if body.danger:  # an outside system answers it: there is no control to mark
+            raise FormatProblem("danger", "an external ask has no control a person presses")
     elif fmt == formats.FORM:
         _schema(body, forms.check, "a form needs a schema")
     elif body.form_schema is not None:

@@ -132,6 +132,8 @@ class Gate(Strict):
     remind_after: Duration | None = None
     # Step-up: its approvals count only from the inbox, from a sign-in no older than this.
     sign_in_within: Duration | None = None
+    # Destructive: its approvals' Approve is a danger-styled control with a confirmation step.
+    danger: bool = False
 
     @field_validator("operations")
     @classmethod

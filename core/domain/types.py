@@ -77,6 +77,7 @@ class NewAsk:
     work: dict[str, Any] | None = None
     key: str | None = None
     sensitive: bool = False
+    danger: bool = False  # its affirmative answer is destructive: every surface asks to confirm
     body: dict[str, Any] = field(default_factory=dict)  # the request as sent, for `key` checks
     format: str | None = None  # core.domain.formats; None: choice with options, text without
     form_schema: dict[str, Any] | None = None

@@ -31,6 +31,18 @@ WORDS = {
 }
 
 
+# A destructive ask (`danger`): its affirmative button is danger-styled and asks first. The
+# dialog holds none of the agent's words (Slack's confirm texts are short and plain).
+DANGER_CONFIRM: dict[str, Any] = {
+    "title": {"type": "plain_text", "text": "Are you sure?"},
+    "text": {"type": "plain_text", "text": "This ask is marked destructive: the agent will act "
+             "on this answer. Go ahead?"},
+    "confirm": {"type": "plain_text", "text": "Yes, go ahead"},
+    "deny": {"type": "plain_text", "text": "Cancel"},
+    "style": "danger",
+}
+
+
 def is_ask_id(text: str) -> bool:
     """Ask ids are 32 hex digits (uuid4().hex); anything else in a button is not aye's."""
     return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
@@ -86,7 +98,27 @@ def _approval_buttons(ask: AskRow, inbox: str) -> list[dict[str, Any]]:
 def button_elements(ask: AskRow, inbox: str = DEFAULT_INBOX) -> list[dict[str, Any]]:
     """What a person presses, by the ask's format: an approval's Approve / Refuse, a choice's
     options, a confirm's Yes / No, an ack's Continue, or "Answer" (a modal) for the rest.
-    `inbox`: the web inbox's address, for a link to an ask there."""
+    `inbox`: the web inbox's address, for a link to an ask there. A destructive ask's
+    affirmative buttons are danger-styled with a confirm dialog (see `affirmative`)."""
+    elements = _elements(ask, inbox)
+    if ask.danger:
+        for element in elements:
+            if affirmative(element):
+                element["style"] = "danger"
+                if "url" not in element:  # a link opens the inbox, which asks there
+                    element["confirm"] = DANGER_CONFIRM
+            elif element.get("style") == "danger":
+                del element["style"]  # one red button: the destructive one
+    return elements
+
+
+def affirmative(button: dict[str, Any]) -> bool:
+    """Whether pressing goes ahead: Approve, Yes, Continue, an option, Answer (not Refuse, No)."""
+    action, value = button["action_id"], str(button.get("value", ""))
+    return action != REFUSE_ACTION and not value.endswith(":no")
+
+
+def _elements(ask: AskRow, inbox: str) -> list[dict[str, Any]]:
     fmt = formats.format_of(ask)
     if ask.kind == rules.APPROVAL:
         return _approval_buttons(ask, inbox)
