@@ -29,8 +29,8 @@ from bot.connections import BodyTimeout
 from bot.listener import PgListener
 from bot.loops import Deliverer, run_clock
 from bot.metrics import setup as setup_metrics
-from bot.run import CannotListen, run
-from bot.settings import Settings, SettingsError
+from bot.run import CannotListen, check_port, run
+from bot.settings import Settings, SettingsError, reach
 from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
 from bot.token_file import ensure_tokens, token_file_path
@@ -148,6 +148,28 @@ def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> 
     return [plugin.describe(plugin.read_settings(settings.env)) for plugin in plugins]
 
 
+def slack_warning(settings: Settings, config: AyeConfig) -> list[str]:
+    """A start-up line when Slack is on yet no responder anywhere in the config (defaults,
+    agents, gates, their escalations, people) is of Slack: it would post nothing."""
+    slack = next((p for p in PLUGINS if p.name == SLACK), None)
+    if slack is None or slack.read_settings(settings.env) is None:
+        return []
+    if any(who.kind == SLACK for who in config.every_responder()):
+        return []
+    return ["warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
+            "[[people]] id): Slack will show nothing"]
+
+
+def where(settings: Settings, port: int) -> list[str]:
+    """The start-up lines of where things are: the config file read (or none), the inbox,
+    and MCP's streamable HTTP endpoint."""
+    path = settings.config_path.resolve()
+    read = f"config {path}" if path.exists() else f"no config file at {path}; using the defaults"
+    origin = (settings.public_url or reach(settings.host, port)).rstrip("/")
+    return [read, f"inbox {origin}/inbox",
+            f"mcp {reach(settings.host, port)}/mcp (agents: see the README's MCP section)"]
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     # One exit stack owns everything long-lived: if any later step fails at startup, what
     # was opened before it is still closed (aiohttp would skip earlier cleanup_ctx otherwise).
@@ -257,7 +279,9 @@ def serve() -> int:
         unused_sections(settings, config)
         surface_lines.append(describe_sign_ins(sign_in_providers(settings, config, PLUGINS)))
         store_line = Store(settings.database_url).describe()
-    except (SettingsError, ConfigError, SurfaceConfigError, StoreError) as exc:
+        surface_lines += slack_warning(settings, config)
+        check_port(settings.host, settings.port)  # busy: fail before a token file or a store
+    except (SettingsError, ConfigError, SurfaceConfigError, StoreError, CannotListen) as exc:
         return _fail(str(exc))
     token_path = token_file_path(settings.database_url)
     try:
@@ -278,9 +302,7 @@ def serve() -> int:
 
     def banner(port: int) -> list[str]:
         lines = [f"listening on http://{settings.host}:{port}", f"store {store_line}"]
-        if not settings.config_path.exists():
-            lines.append(f"no config file at {settings.config_path}; using the defaults")
-        lines += surface_lines
+        lines += where(settings, port) + surface_lines
         if settings.operator_token is None or (not config.agents and settings.agent_token is None):
             lines.append(f"generated tokens are kept in {token_path.resolve()}")
         if config.agents:

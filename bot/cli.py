@@ -31,6 +31,10 @@ SERVE_ENV = """environment (a .env file in the working folder is read too; the r
                         too, unless AYE_URL says where
   AYE_OPERATOR_TOKEN    the operator's token (generated into aye-tokens.json when unset)
   AYE_AGENT_TOKEN       the default agent's token, with no [[agents]] (generated when unset)
+  AYE_PUBLIC_URL        the https:// origin people and outside systems reach aye at
+                        (external answers, sign-in redirects, links to the inbox)
+  AYE_LOG_FORMAT        text (default) or json: one JSON object per line
+  AYE_LOG_LEVEL         debug, info (default), warning or error
   SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_API_URL        the Slack surface (both tokens turn it on)
   GITHUB_WEBHOOK_SECRET, GITHUB_APP_ID, GITHUB_PRIVATE_KEY(_PATH), GITHUB_TOKEN, GITHUB_API_URL
                         the GitHub surface (the secret, and App or token auth, turn it on)"""

@@ -11,16 +11,14 @@ import asyncio
 import os
 import sys
 
-import aiohttp
 from dotenv import load_dotenv
-from mcp.server.stdio import stdio_server
 
-from ask_api.mcp.remote import RemoteAgent
-from ask_api.mcp.tools import build_server
 from bot import logs
 from bot.settings import SettingsError, server_url, store_url
-from bot.surfaces import PLUGINS, register
 from bot.token_file import read_token_file, token_file_path
+
+# The MCP SDK, aiohttp and the surfaces load only once there is a token to act with: a client
+# started with none hears so at once (in well under a second), not after seconds of imports.
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -38,11 +36,14 @@ def run() -> int:
             path = token_file_path(store_url(os.environ))
             token = read_token_file(path).get("agent", "")
             if not token:
-                return _fail(f"no agent token: set AYE_AGENT_TOKEN (or run where `aye serve` "
-                             f"keeps {path})")
+                return _fail(f"no agent token: set AYE_AGENT_TOKEN, or AYE_DATABASE_URL to the "
+                             f"store `aye serve` uses (its token file, {path.resolve()}, "
+                             "is not there)")
     except SettingsError as exc:
         return _fail(str(exc))
     logs.setup()
+    from bot.surfaces import PLUGINS, register
+
     # The work variants (`work: {"slack": …}`) the tools' schemas offer, as aye serve has them.
     register(PLUGINS)
     try:
@@ -55,6 +56,12 @@ def run() -> int:
 async def serve(url: str, token: str) -> None:
     """Serve MCP on stdin/stdout until stdin closes; a call in flight then is dropped (its ask
     stays open in aye, for `wait` to pick up later)."""
+    import aiohttp
+    from mcp.server.stdio import stdio_server
+
+    from ask_api.mcp.remote import RemoteAgent
+    from ask_api.mcp.tools import build_server
+
     async with aiohttp.ClientSession() as session:
         agent = RemoteAgent(url, token, session)
         server = build_server(lambda _ctx: agent)

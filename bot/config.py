@@ -257,6 +257,31 @@ class AyeConfig(Strict):
                 found.append((f"gates[{i}].escalate.responders", gate.escalate.responders))
         return found
 
+    @model_validator(mode="after")
+    def _quorum_possible(self) -> AyeConfig:
+        """A gate asking more approvals than the people who could ever give them would wait
+        for nothing and time out every call: exit 2 naming the gate."""
+        people = self.directory()
+        for i, gate in enumerate(self.gates, start=1):
+            if gate.approvals <= 1:
+                continue
+            who = list(gate.responders or self.defaults.responders)
+            who += gate.escalate.responders if gate.escalate is not None else []
+            if any(r.id is None for r in who):  # a bare kind: anyone of it, no fixed count
+                continue
+            count = len({_person_key(r, people) for r in who})
+            if count < gate.approvals:
+                raise AtKey(f"gates[{i}].approvals", f"needs {gate.approvals} distinct approvers, "
+                            f"but its responders (escalation included) are {count} "
+                            f"{'person' if count == 1 else 'people'}: lower approvals or add "
+                            "responders")
+        return self
+
+    def every_responder(self) -> list[Responder]:
+        """Each responder the file names anywhere, with every identity of its people."""
+        found = [who for _, responders in self._responder_lists() for who in responders]
+        return found + [who for person in self.people for who in person.ids]
+
     def directory(self) -> People:
         """The config's people, for the decisions (core.domain.people)."""
         return People.of((p.name, p.ids) for p in self.people)
@@ -293,6 +318,15 @@ class AyeConfig(Strict):
         """A surface's own section (`[slack]`), or None when the surface has none."""
         found = getattr(self, name, None)
         return found if isinstance(found, BaseModel) else None
+
+
+def _person_key(who: Responder, people: People) -> str:
+    """Whom a specific responder is, counted as people: `person:ada` and each of her
+    identities are ada; the operator is one person."""
+    if who.kind == PERSON_KIND:
+        return f"person:{who.id}"
+    name = people.person_of(who)
+    return f"person:{name}" if name is not None else identity_key(who)
 
 
 def config_model(plugins: Iterable[SurfacePlugin]) -> type[AyeConfig]:

@@ -15,9 +15,11 @@ failed accepts logs one line a minute.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
+import socket
 from collections.abc import Callable, Sequence
 
 from aiohttp import web
@@ -41,6 +43,33 @@ SHUTDOWN_TIMEOUT_S = 3.0
 
 class CannotListen(Exception):
     """The address cannot be bound; the message is one line for the operator."""
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> CannotListen:
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        why += " (another aye serve? set AYE_PORT, or --port, to listen on another port)"
+    return CannotListen(f"cannot listen on {host}:{port}: {why}")
+
+
+def check_port(host: str, port: int) -> None:
+    """CannotListen now when `host`:`port` is already taken, so that a second `aye serve`
+    stops before it makes a token file or creates and migrates a store. (The real bind comes
+    after the store opens; this only catches the common case early.)"""
+    if port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return  # the real bind says what is wrong with the name
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        # As asyncio's server sets it: a port left in TIME_WAIT is not "in use".
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise cannot_listen(host, port, exc) from None
 
 
 async def run(
@@ -69,9 +98,7 @@ async def _serve_until_stopped(
                                    shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     except CannotBind as failed:
         # The errno says it plainly.
-        exc = failed.error
-        why = os.strerror(exc.errno) if exc.errno else str(exc)
-        raise CannotListen(f"cannot listen on {host}:{port}: {why}") from None
+        raise cannot_listen(host, port, failed.error) from None
     for line in banner(site.port):
         logs.say(line)
     stop = asyncio.Event()

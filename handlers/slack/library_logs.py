@@ -12,13 +12,26 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+
 BOLT_LOGGER = "slack_bolt"
+# bolt reads SLACK_BOT_TOKEN from the environment itself and, given aye's own client as well,
+# warns at every start that the token "will be unused": true, expected, and only noise here.
+TOKEN_UNUSED = warning_client_prioritized_and_token_skipped()
+
+
+class TokenUnused(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != TOKEN_UNUSED
 
 
 def library_logger() -> logging.Logger:
-    """The logger bolt and Socket Mode write to: held at warning whatever the root level."""
+    """The logger bolt and Socket Mode write to: held at warning whatever the root level,
+    without bolt's "token will be unused" line."""
     logger = logging.getLogger(BOLT_LOGGER)
     logger.setLevel(logging.WARNING)
+    if not any(isinstance(f, TokenUnused) for f in logger.filters):
+        logger.addFilter(TokenUnused())
     return logger
 
 

@@ -14,7 +14,7 @@ from tests.e2e.test_process import AGENT, Api, run_cli, start_server, stop
 CONFIG = """
 [[gates]]
 operations = ["deploy."]
-responders = ["operator:local"]
+responders = ["operator:local", "github:bob"]   # two people, or the quorum is impossible
 approvals = 2
 
 [[gates]]

@@ -71,8 +71,11 @@ def test_an_address_in_use_is_one_line_and_nothing_claims_to_listen(tmp_path: Pa
         port = taken.getsockname()[1]
         done = serve_once(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
     assert done.returncode == 2
-    assert said(done) == [f"aye: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert said(done) == [f"aye: cannot listen on 127.0.0.1:{port}: Address already in use "
+                          "(another aye serve? set AYE_PORT, or --port, to listen on another port)"]
     assert "listening on" not in done.stdout
+    # It failed before making anything: no store created and migrated, no token file.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aye.toml"]
 
 
 def test_a_missing_postgresql_database_is_one_line_naming_the_store(tmp_path: Path) -> None:

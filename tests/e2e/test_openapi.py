@@ -34,7 +34,7 @@ CONFIG = {
     ],
     "gates": [
         {"operations": ["deploy."], "timeout": "1h", "approvals": 2, "remind_after": "30m",
-         "escalate": {"responders": ["operator:local"], "timeout": "30m"}},
+         "escalate": {"responders": ["operator:local", "github:bob"], "timeout": "30m"}},
         {"operations": ["db."]},
         {"operations": ["far."], "responders": ["slack:U0123ABCD"]},
         {"operations": ["ship."], "responders": ["github", "operator:local"],

@@ -31,7 +31,7 @@ async def start_inbox() -> AsyncIterator[StartInbox]:
 GATES = Config.model_validate({"gates": [
     {"operations": ["deploy."]},
     {"operations": ["release."], "approvals": 2, "timeout": "1h", "remind_after": "30m",
-     "escalate": {"responders": ["operator:local"], "timeout": "1h"}},
+     "escalate": {"responders": ["operator:local", "github:bob"], "timeout": "1h"}},
 ]})
 FORM_SCHEMA = {"type": "object", "required": ["count"], "properties": {
     "count": {"type": "integer", "minimum": 1, "maximum": 10, "title": "Nodes"},
