@@ -6,8 +6,9 @@
         answer = await aye.ask("Spend $40 on a GPU tonight?", options=["yes", "no"])
         colours = await aye.ask("Which?", options=["red", "blue"], format="multi")  # a list
         go = await aye.ask("Go on?", format="confirm")                               # a bool
-        async with aye.gated("deploy.prod", {"version": "1.4.2"}, timeout_s=600):
+        async with aye.gated("deploy.prod", {"version": "1.4.2"}, timeout_s=600) as grant:
             await deploy("1.4.2")          # runs only after a person approved this exact call
+        verify_receipt(grant.receipt, await aye.keys())  # who approved what, signed by aye
 
         @aye.gated("db.migrate")           # as a decorator: the call's arguments are its input
         async def migrate(revision: str) -> None: ...
@@ -26,16 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, ParamSpec, TypeVar, overload
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, overload
 
 import aiohttp
 
 from ask_api import client_many
+from ask_api.client_gated import Gated, Grant
 from ask_api.client_types import (
     Answer,
     ApprovalRefused,
@@ -49,12 +49,18 @@ from ask_api.client_types import (
     loop_time_of,
     refusal,
 )
-from ask_api.client_verify import BadSignature, sign_external, verify_callback
+from ask_api.client_verify import (
+    BadReceipt,
+    BadSignature,
+    sign_external,
+    verify_callback,
+    verify_receipt,
+)
 
 __all__ = [
     "Answer", "ApprovalRefused", "ApprovalTimedOut", "ApprovalUnavailable", "AskClosed",
-    "AyeClient", "AyeError", "BadSignature", "StartRefused", "answer_value", "connect",
-    "sign_external", "verify_callback",
+    "AyeClient", "AyeError", "BadReceipt", "BadSignature", "Grant", "StartRefused",
+    "answer_value", "connect", "sign_external", "verify_callback", "verify_receipt",
 ]
 
 WAIT_SLICE_S = 60  # one `wait` request; the client keeps waiting across as many as it takes
@@ -68,8 +74,6 @@ RETRY_WITHOUT_DEADLINE_S = 300.0
 # A gated call's own bound (`timeout_s`) is kept by the server, which expires the approval then;
 # the client stops waiting this much later should no expiry come.
 TIMEOUT_GRACE_S = 30.0
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class AyeClient:
@@ -228,6 +232,16 @@ class AyeClient:
         timeout_s: int | None = None, callback_url: str | None = None,
     ) -> str | None:
         """Wait until this exact call may run; the approval's id (None when not gated).
+        `decide()` gives its signed receipt too."""
+        approval, _ = await self.decide(operation, input, work, timeout_s, callback_url)
+        return approval
+
+    async def decide(
+        self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
+        timeout_s: int | None = None, callback_url: str | None = None,
+    ) -> tuple[str | None, str | None]:
+        """Wait until this exact call may run: (the approval's id, its signed receipt), both
+        None when not gated. ApprovalRefused and ApprovalTimedOut carry the refusal's receipt.
         `timeout_s` bounds the wait: the server asks for the approval with a deadline no later
         than that; `callback_url`: aye also POSTs the approval there when it closes (each is
         sent only when given)."""
@@ -241,25 +255,49 @@ class AyeClient:
         while True:
             _, reply = await self._request("POST", "/v1/calls", body)
             if reply["decision"] == "allow":
-                return reply.get("approval")  # type: ignore[no-any-return]
+                return reply.get("approval"), reply.get("receipt")
             if reply["decision"] == "refuse":
-                raise refusal(operation, reply)
+                raise with_receipt(refusal(operation, reply), reply)
             left = None if end is None else max(0.0, end - loop.time())
             ask = await self.wait(reply["ask"]["id"], timeout=left)
             outcome = ask.get("outcome")
             if outcome == "approval_refused":
-                raise ApprovalRefused(operation, ask.get("by"), (ask.get("answer") or {}).get("note"))
+                raise with_receipt(ApprovalRefused(
+                    operation, ask.get("by"), (ask.get("answer") or {}).get("note")), ask)
             if outcome == "approval_timed_out" or ask["status"] != "answered":
-                raise ApprovalTimedOut(operation)
+                raise with_receipt(ApprovalTimedOut(operation), ask)
             # Approved: the same call again uses the approval up and is allowed.
 
     def gated(
         self, operation: str, input: Any = None, work: dict[str, Any] | None = None,
         timeout_s: int | None = None, callback_url: str | None = None,
-    ) -> _Gated:
-        """`async with aye.gated(op, input):` or `@aye.gated(op)` on an async function;
-        `timeout_s` and `callback_url`: see call(). It waits for the approval either way."""
-        return _Gated(self, operation, input, work, timeout_s, callback_url)
+    ) -> Gated:
+        """`async with aye.gated(op, input) as grant:` or `@aye.gated(op)` on an async
+        function; `timeout_s` and `callback_url`: see call(). It waits for the approval either
+        way, and afterwards reports what ran (`ran`, or `failed` with the exception's type).
+        `grant` is the approval's id with its signed `.receipt` (None when not gated)."""
+        return Gated(self, operation, input, work, timeout_s, callback_url)
+
+    async def report(self, approval: str, outcome: str, detail: str | None = None
+                     ) -> dict[str, Any]:
+        """POST /v1/calls/outcome: what ran after this agent used `approval` (`ran`, `failed`
+        or `not_run`; `not_run` within the grant's window makes it usable once more)."""
+        body: dict[str, Any] = {"approval": approval, "outcome": outcome}
+        if detail is not None:
+            body["detail"] = detail[:500]
+        _, reply = await self._once("POST", "/v1/calls/outcome", body)
+        return dict(reply)
+
+    async def keys(self) -> dict[str, Any]:
+        """GET /v1/keys: the JWKS that verifies receipts (see verify_receipt)."""
+        _, found = await self._request("GET", "/v1/keys")
+        return dict(found)
+
+
+def with_receipt(error: AyeError, reply: Mapping[str, Any]) -> AyeError:
+    """The refusal with its signed receipt (`error.receipt`; None when it has none)."""
+    error.receipt = reply.get("receipt")
+    return error
 
 
 @contextlib.asynccontextmanager
@@ -267,38 +305,3 @@ async def connect(url: str, token: str) -> AsyncIterator[AyeClient]:
     """`async with connect(url, token) as aye:` an AyeClient, closed on the way out."""
     async with AyeClient(url, token) as client:
         yield client
-
-
-class _Gated:
-    def __init__(
-        self, client: AyeClient, operation: str, input: Any, work: Any, timeout_s: int | None,
-        callback_url: str | None = None,
-    ) -> None:
-        self.client, self.operation, self.input, self.work = client, operation, input, work
-        self.timeout_s, self.callback_url = timeout_s, callback_url
-        self.approval: str | None = None
-
-    async def __aenter__(self) -> str | None:
-        self.approval = await self.client.call(self.operation, self.input, self.work,
-                                               self.timeout_s, self.callback_url)
-        return self.approval
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-        if not inspect.iscoroutinefunction(func):
-            raise TypeError("gated() decorates async functions")
-        signature = inspect.signature(func)
-
-        @functools.wraps(func)
-        async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            given = self.input if self.input is not None else dict(bound.arguments)
-            await self.client.call(self.operation, given, self.work, self.timeout_s,
-                                   self.callback_url)
-            return await func(*args, **kwargs)
-
-        return run
-

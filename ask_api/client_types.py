@@ -18,6 +18,9 @@ class AyeError(Exception):
     """The server refused a request; `code` is the API's error code, `field` the part of the
     request it names (when it names one)."""
 
+    # A gated call's refusal or time-out: the approval's signed receipt (verify_receipt).
+    receipt: str | None = None
+
     def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.status, self.code, self.message, self.field = status, code, message, field

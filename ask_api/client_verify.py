@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ask_api.verifiers import SCHEMES, Verifier
@@ -81,3 +81,37 @@ def sign_external(
         raise ValueError(f"unknown scheme {scheme!r}: one of {', '.join(sorted(SCHEMES))}")
     verifier = Verifier("", key, header, SCHEMES[scheme], timestamp_header)
     return verifier.sign(bytes(body), timestamp)
+
+
+RECEIPT_TYP = "aye-receipt+jwt"
+
+
+class BadReceipt(ValueError):
+    """Not a receipt aye signed with one of these keys (or one byte of it was changed)."""
+
+
+def verify_receipt(
+    receipt: str, keys: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The receipt's payload once its signature checks against `keys` (the JWKS from
+    `GET /v1/keys`, or its list of keys); BadReceipt otherwise. An approval's `exp` says until
+    when its grant could be used; a receipt stays proof after it, so `exp` is not enforced."""
+    import jwt  # PyJWT: only for receipts
+
+    listed = keys.get("keys", []) if isinstance(keys, Mapping) else keys
+    try:
+        header = jwt.get_unverified_header(receipt)
+    except jwt.PyJWTError as exc:
+        raise BadReceipt(f"not a compact JWS: {exc}") from None
+    if header.get("typ") != RECEIPT_TYP or header.get("alg") != "EdDSA":
+        raise BadReceipt(f"not an aye receipt (typ {header.get('typ')!r}, "
+                         f"alg {header.get('alg')!r})")
+    found = next((k for k in listed if k.get("kid") == header.get("kid")), None)
+    if found is None:
+        raise BadReceipt(f"no key {header.get('kid')!r} among these keys (GET /v1/keys)")
+    try:
+        key = jwt.PyJWK(dict(found), algorithm="EdDSA").key
+        return dict(jwt.decode(receipt, key, algorithms=["EdDSA"], options={
+            "verify_exp": False, "require": ["iss", "sub", "iat"]}))
+    except jwt.PyJWTError as exc:
+        raise BadReceipt(f"the receipt does not verify: {exc}") from None

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ask_api import responses as shown
-from ask_api.schemas import AnswerBody, Bodies, WaitBody
+from ask_api.schemas import AnswerBody, Bodies, OutcomeBody, WaitBody
 from core.app.service import EVENT_NAMES
 from core.domain import rules
 
@@ -28,6 +28,7 @@ OPENAPI = "3.1.0"
 PATH = "/v1/openapi.json"
 WHOAMI = "/v1/whoami"  # ask_api/whoami.py
 AUDIT = "/v1/audit"  # ask_api/audit.py
+KEYS = "/v1/keys"  # ask_api/routes.py: no token
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
 # Errors that say when to come back (a Retry-After header, in seconds).
@@ -301,6 +302,27 @@ def audit_operation() -> dict[str, Any]:
     )
 
 
+def outcome_operation() -> dict[str, Any]:
+    """`POST /v1/calls/outcome`: what ran after the agent used an approval."""
+    return operation(
+        "callOutcome", "Report what ran after an approval was used", "Agent token only: the "
+        "agent that used the approval, once per use. `not_run` within the grant's window makes "
+        "the approval usable once more.",
+        {**ok("recorded", ref("Reported")), **errors({**COMMON, **BODY, 403: ("agents_only",),
+         404: ("not_found",), 409: ("not_approved", "not_used", "already_reported")})},
+        requestBody=body("OutcomeBody", {"ran": {"approval": "0" * 32, "outcome": "ran"}}),
+        tags=["gates"])
+
+
+def keys_operation() -> dict[str, Any]:
+    """`GET /v1/keys`: the JWKS that verifies receipts."""
+    return operation(
+        "keys", "The keys that verify receipts", "No token. A JWKS of every Ed25519 public key "
+        "aye has signed receipts with, the current one first.",
+        {**ok("the public keys", ref("Keys")), **errors({503: ("busy",)})},
+        security=[], tags=["gates"])
+
+
 def door_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """`/v1/external/{ticket}`: an outside system answers an external ask."""
     deliver = operation(
@@ -321,7 +343,8 @@ def document(bodies: Bodies) -> dict[str, Any]:
     """The OpenAPI document of the `/v1` API with these request models."""
     work = bodies.start.model_fields["work"].annotation  # the Work of the registered surfaces
     views = shown.responses(work)
-    requests: list[type[BaseModel]] = [bodies.ask, bodies.call, bodies.start, AnswerBody, WaitBody]
+    requests: list[type[BaseModel]] = [bodies.ask, bodies.call, bodies.start, AnswerBody, WaitBody,
+                                       OutcomeBody]
     _, schemas = models_json_schema(
         [(model, "validation") for model in [*requests, *views.models()]], ref_template=REF
     )
@@ -340,6 +363,8 @@ def document(bodies: Bodies) -> dict[str, Any]:
             "/v1/starts": {"post": decisions(
                 "start", "May this agent start on this work?", "StartBody",
                 "`start_refused`, `approval_timed_out`, `approval_unavailable`", START_EXAMPLES)},
+            "/v1/calls/outcome": {"post": outcome_operation()},
+            KEYS: {"get": keys_operation()},
             **stream_paths(p), **door_paths(p),
         },
         "components": {

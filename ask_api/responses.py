@@ -22,9 +22,13 @@ Ref = Annotated[str, Field(pattern=r"^[qa][0-9a-z]{1,13}$", description="`q7`, `
 Format = Literal["text", "choice", "multi", "confirm", "ack", "form", "external"]
 Status = Literal["open", "answered", "expired", "withdrawn"]
 Outcome = Literal["approved", "approval_refused", "approval_timed_out"]
+RunOutcome = Literal["ran", "failed", "not_run"]
+Receipt = Annotated[str, Field(
+    pattern=r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+    description="a compact JWS (EdDSA, typ aye-receipt+jwt) that GET /v1/keys verifies")]
 HistoryEvent = Literal[
     "created", "posted", "answered", "late", "refused", "escalated", "approved", "reminded",
-    "expired", "withdrawn", "read", "used", "undelivered",
+    "expired", "withdrawn", "read", "used", "undelivered", "outcome",
 ]
 
 
@@ -69,6 +73,14 @@ class Medium(Shown):
     caption: str = sometimes()
 
 
+class Run(Shown):
+    """What ran after an approval was used (POST /v1/calls/outcome)."""
+
+    outcome: RunOutcome
+    detail: str | None
+    at: Time
+
+
 class AgentAskBase(Shown):
     """The ask as the agent that asked sees it (views.ask_view); `work` is set by responses()."""
 
@@ -96,6 +108,8 @@ class AgentAskBase(Shown):
     input: Any = sometimes("an approval's call input, whole")
     outcome: Outcome | None = sometimes("a closed approval's outcome (null when withdrawn)")
     by: str | None = sometimes("who refused an approval (with `approval_refused`)")
+    receipt: Receipt = sometimes("a decided approval's signed receipt (GET, wait)")
+    run: Run = sometimes("what ran after the approval's last use, as its agent reported")
 
 
 class HistoryEntry(Shown):
@@ -112,7 +126,9 @@ class HistoryEntry(Shown):
     where: str = sometimes()
     by: str = sometimes()
     why: str = sometimes()
-    outcome: Outcome = sometimes()
+    outcome: Outcome | RunOutcome = sometimes("how an approval closed; what ran (`outcome`)")
+    detail: str | None = sometimes("what the agent said of what ran")
+    usable_again: bool = sometimes("a `not_run` that gave the grant back")
     answer: str = sometimes("a refused answer as given, cut to 300 characters")
     field: str = sometimes()
     message: str = sometimes()
@@ -160,6 +176,7 @@ class OperatorFields(Shown):
 class Allow(Shown):
     decision: Literal["allow"]
     approval: AskId = sometimes("the approval this call (or start) used")
+    receipt: Receipt = sometimes("the used approval's signed receipt")
 
 
 class PendingBase(Shown):
@@ -177,6 +194,30 @@ class Refusal(Shown):
     note: str | None = sometimes("the refuser's reason")
     repeat: Literal[True] = sometimes("a remembered refusal: no new ask was made")
     approval: AskId = sometimes("the approval ask that decided it")
+    receipt: Receipt = sometimes("the refusal's signed receipt")
+
+
+class Reported(Shown):
+    """200 from `POST /v1/calls/outcome`."""
+
+    approval: AskId
+    outcome: RunOutcome
+    usable_again: bool = Field(description="a `not_run` within the grant's window gave it back")
+
+
+class Jwk(Shown):
+    kty: Literal["OKP"]
+    crv: Literal["Ed25519"]
+    x: str
+    alg: Literal["EdDSA"]
+    use: Literal["sig"]
+    kid: str
+
+
+class Keys(Shown):
+    """200 from `GET /v1/keys`: the public keys that verify receipts, the current first."""
+
+    keys: list[Jwk]
 
 
 class Delivered(Shown):
@@ -213,7 +254,7 @@ class Responses:
 
     def models(self) -> list[type[BaseModel]]:
         return [self.agent_ask, self.operator_ask, self.page, self.asks, Allow, self.pending,
-                Refusal, Taken, Delivered, Whoami, Error]
+                Refusal, Taken, Delivered, Whoami, Reported, Keys, Error]
 
 
 def responses(work: Any) -> Responses:

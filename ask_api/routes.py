@@ -16,6 +16,7 @@ from ask_api.openapi import OpenApi
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
+    OutcomeBody,
     WaitBody,
     bodies,
 )
@@ -23,7 +24,7 @@ from ask_api.sse import stream
 from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, decision_body, operator_view
 from core.app.ports import AskRow, CallDecision
-from core.app.service import Service
+from core.app.service import NotReportable, NotYours, Service
 from core.domain import external, formats, rules
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR
@@ -37,6 +38,7 @@ MAX_LIMIT = 200
 MAX_SEQ = 2**63 - 1  # asks are numbered in a 64-bit column
 CALLER = web.RequestKey("caller", Caller)
 BY_SESSION = web.RequestKey("by_session", bool)  # the caller is the inbox's session, not a token
+KEYS = "/v1/keys"  # the public keys that verify receipts: no token
 __all__ = ["ApiError", "AskApi", "errors"]
 
 
@@ -48,6 +50,14 @@ def taken(ask: Any, now: Any) -> dict[str, Any]:
     if now is not None and needed > 1 and now.status == rules.OPEN:
         out.update(approvals=len(now.approvers or []), needed=needed)
     return out
+
+
+def _signed(view: dict[str, Any], receipts: dict[str, str]) -> dict[str, Any]:
+    """The view with its approval's receipt, when it has one."""
+    found = receipts.get(view["id"])
+    if found is not None:
+        view["receipt"] = found
+    return view
 
 
 def decided(decision: CallDecision) -> web.Response:
@@ -85,6 +95,8 @@ class AskApi:
             web.delete("/v1/asks/{id}", self.withdraw),
             web.post("/v1/asks/{id}/answer", self.answer),
             web.post("/v1/calls", self.call),
+            web.post("/v1/calls/outcome", self.outcome),
+            web.get(KEYS, self.keys),
             web.post("/v1/starts", self.start),
             web.get("/v1/events", self.events),
             web.get("/v1/openapi.json", self.openapi.serve),
@@ -94,6 +106,8 @@ class AskApi:
     async def auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if not request.path.startswith("/v1/") or request.path.startswith(DOOR):
             return await handler(request)  # an external ask's door: signed, not a bearer
+        if request.path == KEYS:
+            return await handler(request)  # public keys, for anyone checking a receipt
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
         usable = scheme.lower() == "bearer" and not SURROGATE.search(token)
@@ -151,19 +165,21 @@ class AskApi:
     async def _reply(
         self, request: web.Request, caller: Caller, rows: list[AskRow],
         shape: Callable[[list[dict[str, Any]]], Any] = lambda views: views[0],
-        record: bool = True,
+        record: bool = True, receipts: bool = True,
     ) -> web.StreamResponse:
         """The response showing `rows` as `caller` sees them (`shape` puts the views in the
         body). For their agent it is a read (core.app.reading), which counts only once the
         response was written in full to a connection still open: a sensitive answer is erased
-        then, and not when the client had already gone (its next read gets the value)."""
+        then, and not when the client had already gone (its next read gets the value). A
+        decided approval carries its receipt (not in a list's pages: `receipts` False)."""
+        signed = {a.id: r for a in rows if receipts and (r := await self.asks.receipt(a))}
         if caller.is_operator:
-            views = [operator_view(a, await self.asks.history(a.seq or 0), self._remembers(a))
-                     for a in rows]
+            views = [_signed(operator_view(a, await self.asks.history(a.seq or 0),
+                                           self._remembers(a)), signed) for a in rows]
             return web.json_response(shape(views))
         read = await self.asks.read_as_agent(rows, record)
         try:
-            response = web.json_response(shape([ask_view(a) for a in read.rows]))
+            response = web.json_response(shape([_signed(ask_view(a), signed) for a in read.rows]))
             sent = await send_whole(request, response)
         except BaseException:
             read.lost()
@@ -262,7 +278,7 @@ class AskApi:
         # the agent), not of the other asks.
         return await self._reply(request, caller, asks,
                                  lambda views: {"asks": views, "next_cursor": cursor_out},
-                                 record=False)
+                                 record=False, receipts=False)
 
     async def answer(self, request: web.Request) -> web.Response:
         caller = request[CALLER]
@@ -311,3 +327,23 @@ class AskApi:
             caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
         )
         return decided(decision)
+
+    async def outcome(self, request: web.Request) -> web.Response:
+        """What ran after this agent used an approval: once per use (core.app.outcomes)."""
+        caller = self._agent(request)
+        body, _ = await parse(request, OutcomeBody)
+        assert caller.agent is not None
+        try:
+            done = await self.asks.report_outcome(caller.agent, body.approval, body.outcome,
+                                                  body.detail)
+        except NotYours:
+            raise ApiError(404, "not_found", "approval: no approval of this agent has that id",
+                           "approval") from None
+        except NotReportable as refused:
+            raise ApiError(409, refused.code, str(refused), "approval") from None
+        return web.json_response({"approval": done.ask.id, "outcome": body.outcome,
+                                  "usable_again": done.usable_again})
+
+    async def keys(self, request: web.Request) -> web.Response:
+        """The public keys that verify receipts (a JWKS), for anyone: no token."""
+        return web.json_response(await self.asks.jwks())

@@ -158,6 +158,14 @@ class AnswerBody(Body):
     note: Annotated[StrictStr, Field(max_length=MAX_TEXT)] | None = None
 
 
+class OutcomeBody(Body):
+    """`POST /v1/calls/outcome`: what ran after the agent used an approval."""
+
+    approval: Annotated[StrictStr, Field(min_length=1, max_length=64)]
+    outcome: Literal["ran", "failed", "not_run"]
+    detail: Annotated[StrictStr, Field(max_length=500)] | None = None
+
+
 class WaitBody(Body):
     """`POST /v1/asks/wait`: park on several asks at once."""
 

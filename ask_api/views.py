@@ -85,6 +85,9 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
             view["outcome"] = ask.outcome
             if ask.outcome == rules.APPROVAL_REFUSED:
                 view["by"] = ask.answered_by
+        if ask.run_outcome is not None:
+            view["run"] = {"outcome": ask.run_outcome, "detail": ask.run_detail,
+                           "at": iso(ask.run_at)}
     return view
 
 
@@ -144,6 +147,8 @@ def decision_body(decision: CallDecision) -> tuple[dict[str, Any], int]:
         out: dict[str, Any] = {"decision": "allow"}
         if decision.approval:
             out["approval"] = decision.approval
+        if decision.receipt:
+            out["receipt"] = decision.receipt
         return out, 200
     if decision.decision == "pending" and decision.ask is not None:
         return {"decision": "pending", "ask": ask_view(decision.ask)}, 202
@@ -154,7 +159,7 @@ def decision_body(decision: CallDecision) -> tuple[dict[str, Any], int]:
             "message": "this exact call was refused; it is not asked again until "
                        "the refusal is forgotten",
             "by": earlier.answered_by, "note": earlier.answer_note, "repeat": True,
-            "approval": earlier.id,
+            "approval": earlier.id, **({"receipt": decision.receipt} if decision.receipt else {}),
         }, 403
     if decision.error is not None and earlier is not None:
         refused = decision.error == START_REFUSED

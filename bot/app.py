@@ -35,6 +35,7 @@ from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
 from bot.token_file import ensure_tokens, token_file_path
 from core.app import delivery
+from core.app.keys import Keyring
 from core.app.parts import Parts
 from core.app.ports import SurfaceConfigError
 from core.app.service import Service, SurfacePlugin
@@ -69,8 +70,11 @@ def create_app(
     logs.quiet_libraries()
     register(plugins)
     store = Store(settings.database_url)
-    parts = Parts.build(store, config.defaults, config.gates, clock, people=config.directory())
-    service = Service(parts)
+    clock = clock or Clock()
+    keys = Keyring(store, settings.signing_key_path, settings.public_url, clock.now)
+    parts = Parts.build(store, config.defaults, config.gates, clock, people=config.directory(),
+                        keys=keys)
+    service = Service(parts, tokens.derived_key(b"surfaces"))
     for plugin in plugins:
         surface_settings = plugin.read_settings(settings.env)
         if surface_settings is not None:
@@ -143,11 +147,6 @@ def unused_sections(
             )
 
 
-def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> list[str]:
-    """One start-up line per surface; SurfaceConfigError when one is half-configured."""
-    return [plugin.describe(plugin.read_settings(settings.env)) for plugin in plugins]
-
-
 def slack_warning(settings: Settings, config: AyeConfig) -> list[str]:
     """A start-up line when Slack is on yet no responder anywhere in the config (defaults,
     agents, gates, their escalations, people) is of Slack: it would post nothing."""
@@ -170,6 +169,11 @@ def where(settings: Settings, port: int) -> list[str]:
             f"mcp {reach(settings.host, port)}/mcp (agents: see the README's MCP section)"]
 
 
+def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> list[str]:
+    """One start-up line per surface; SurfaceConfigError when one is half-configured."""
+    return [plugin.describe(plugin.read_settings(settings.env)) for plugin in plugins]
+
+
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     # One exit stack owns everything long-lived: if any later step fails at startup, what
     # was opened before it is still closed (aiohttp would skip earlier cleanup_ctx otherwise).
@@ -179,6 +183,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         # Before the store closes: the creates queued in a batch commit and are answered.
         stack.push_async_callback(parts.batcher.close)
         await parts.store.open()
+        log.info(await parts.keys.start())
         if parts.store.is_postgres:
             listener = PgListener(parts.store.url, parts.signals.waiters, parts.stream.poke)
             await listener.start()

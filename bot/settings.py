@@ -38,6 +38,8 @@ class Settings:
     public_url: str | None = None
     log_format: str = "text"  # AYE_LOG_FORMAT: text or json
     log_level: str = "info"  # AYE_LOG_LEVEL: debug, info, warning or error
+    # An Ed25519 private key (PEM) to sign receipts with; None: one kept in the store.
+    signing_key_path: str | None = None
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -73,8 +75,23 @@ class Settings:
             agent_token=get("AYE_AGENT_TOKEN"),
             public_url=get("AYE_PUBLIC_URL"),
             log_format=log_format, log_level=log_level,
+            signing_key_path=signing_key(get("AYE_SIGNING_KEY_PATH")),
             env=env,
         )
+
+
+def signing_key(path: str | None) -> str | None:
+    """AYE_SIGNING_KEY_PATH, once its key is known to be usable (SettingsError saying why not):
+    a receipt is never signed with a key that could not be read."""
+    if path is None:
+        return None
+    from core.app.keys import SigningKeyError, from_file  # cryptography: serve's only
+
+    try:
+        from_file(path)
+    except SigningKeyError as exc:
+        raise SettingsError(str(exc)) from None
+    return path
 
 
 def store_url(env: Mapping[str, str]) -> str:

@@ -270,9 +270,27 @@ async def unused_approval(conn: Conn, call_hash: str, since: float) -> AskRow | 
 
 
 async def use_approval(conn: Conn, seq: int | None, now: float) -> bool:
-    """Single use, decided by the database: True for the one call that used it."""
+    """Single use, decided by the database: True for the one call that used it. A use after
+    a `not_run` gave the grant back starts its own outcome."""
     won = await conn.execute(
-        update(ASKS).where(A.seq == seq, A.approval_used_at.is_(None)).values(approval_used_at=now)
+        update(ASKS).where(A.seq == seq, A.approval_used_at.is_(None)).values(
+            approval_used_at=now, run_outcome=None, run_detail=None, run_at=None)
+    )
+    return bool(won.rowcount == 1)
+
+
+async def report_run(
+    conn: Conn, seq: int | None, outcome: str, detail: str | None, now: float, give_back: bool
+) -> bool:
+    """What ran after a use of the approval, once per use, decided by the database: True for
+    the one report taken. `give_back` (a `not_run` within the grant's window) makes the grant
+    usable once more."""
+    values: dict[str, Any] = {"run_outcome": outcome, "run_detail": detail, "run_at": now}
+    if give_back:
+        values["approval_used_at"] = None
+    won = await conn.execute(
+        update(ASKS).where(A.seq == seq, A.approval_used_at.is_not(None),
+                           A.run_outcome.is_(None)).values(**values)
     )
     return bool(won.rowcount == 1)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.app import counting
-from core.app.ports import CLOSE, ESCALATE, POST, REMIND, UPDATE
-from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, WITHDRAWN
+from core.app.ports import CLOSE, ESCALATE, POST, RAN, REMIND, UPDATE
+from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, OUTCOME, WITHDRAWN
 from core.domain import rules
 from core.domain.ask import AskValues
 from core.domain.logline import emit
@@ -168,6 +168,18 @@ class Change:
         """The approval lets its call through, once: the store decides which caller uses it."""
         ask = self._ask(ask)
         return await q.use_approval(self.conn, ask.seq, self.now)
+
+    async def report_run(
+        self, outcome: str, detail: str | None, give_back: bool, ask: AskRow | None = None
+    ) -> bool:
+        """What ran after a use of the approval, once per use (the store decides); when taken,
+        its surfaces show it and the stream tells of it."""
+        ask = self._ask(ask)
+        won = await q.report_run(self.conn, ask.seq, outcome, detail, self.now, give_back)
+        if won:
+            self.outbox(RAN, ask)
+            self.event(OUTCOME, ask)
+        return won
 
     async def mark_read(self, values: dict[str, Any], ask: AskRow | None = None) -> bool:
         """The agent's read, once (and a sensitive answer erased with it, in `values`)."""

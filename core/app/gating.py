@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.app import counting
+from core.app import counting, receipts
 from core.app.asking import insert, new_ask_values
 from core.app.parts import Parts
 from core.app.ports import CallDecision
@@ -30,10 +30,9 @@ async def call(
     parts: Parts, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
     timeout_s: float | None = None, callback_url: str | None = None,
 ) -> CallDecision:
-    """The decision on one call. Its callback must be one the operator allowed this agent
-    (CallbackRefused), and it counts towards the agent's asks_per_minute (Limited) before
-    anything is decided. `timeout_s` is the caller's own bound on a new approval (its
-    deadline is the earlier of that and the gate's; it escalates only before it)."""
+    """The decision on one call (an allow or a refusal by an approval with its receipt). Its
+    callback must be one the operator allowed this agent (CallbackRefused); it counts towards
+    asks_per_minute (Limited) first. `timeout_s`: the caller's own bound on a new approval."""
     agent.check_callback(callback_url)
     await counting.count_hit(parts.store, agent, parts.clock.now())
     gate = gate_for(parts.gates, operation, agent.name)
@@ -53,11 +52,12 @@ async def call(
     refused = await _remembered(parts, call_hash, gate, now)
     if refused is not None:
         emit(log, "call.refused_again", approval=refused.id, **audit)
-        return CallDecision(REFUSE, refused, refused.id, repeat=True)
+        return CallDecision(REFUSE, refused, refused.id, repeat=True,
+                            receipt=await receipts.receipt(parts, refused))
     used = await _use_approval(parts, call_hash, now - gate.timeout)
     if used is not None:
         emit(log, "call.allowed", approval=used.id, **audit)
-        return CallDecision(ALLOW, used, used.id)
+        return CallDecision(ALLOW, used, used.id, receipt=await receipts.receipt(parts, used))
     pending = await open_call(parts, call_hash)
     if pending is not None:
         return CallDecision(PENDING, pending)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from core.app.batch import Batcher
 from core.app.change import Changes
+from core.app.keys import Keyring
 from core.app.places import Places
 from core.app.signals import Signals
 from core.app.stream import EventHub
@@ -32,6 +33,8 @@ class Parts:
     change: Changes
     stream: EventHub
     # Who is whom ([[people]]): quorum counts people, no-self-approval knows every identity.
+    # The key receipts are signed with (core.app.keys), and its public keys.
+    keys: Keyring
     people: People = NOBODY
     batcher: Batcher = field(init=False)
 
@@ -42,7 +45,7 @@ class Parts:
     def build(
         cls, store: Store, defaults: Defaults, gates: list[Gate] | None = None,
         clock: Clock | None = None, places: Places | None = None, signals: Signals | None = None,
-        people: People = NOBODY,
+        people: People = NOBODY, keys: Keyring | None = None,
     ) -> Parts:
         clock = clock or Clock()
         places = places if places is not None else Places()
@@ -52,4 +55,5 @@ class Parts:
             store=store, clock=clock, defaults=defaults, gates=list(gates or []), places=places,
             signals=signals, tally=tally, change=Changes(store, clock, signals, places, tally),
             stream=EventHub(store, clock, signals.events_poke), people=people,
+            keys=keys or Keyring(store, now=clock.now),
         )

@@ -30,6 +30,7 @@ CLOSE = "close"  # answered, expired or withdrawn: show how, and take the button
 ESCALATE = "escalate"  # nobody answered in time: show it again to the wider responders
 UPDATE = "update"  # still open, but changed (a quorum's count): show it, keep the buttons
 REMIND = "remind"  # still open when its reminder came: remind its people, once
+RAN = "ran"  # a used approval's agent reported what ran: show it beside how it closed
 
 
 class RetryLater(Exception):
@@ -127,3 +128,4 @@ class CallDecision:
     approval: str | None = None
     repeat: bool = False  # refused at once: a remembered refusal of this exact call
     error: str | None = None  # a start's refusal: start_refused or approval_timed_out
+    receipt: str | None = None  # the signed receipt of the approval allowed or refused

@@ -4,7 +4,10 @@ core/app/, named for what it does; none reaches the store but through one. The p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +21,21 @@ from core.app import (
     external_asks,
     gating,
     on_work,
+    outcomes,
     reading,
+    receipts,
+    searching,
     starting,
     waiting,
 )
 from core.app.external_asks import Delivered as Delivered
+from core.app.mailing import LinkRow as LinkRow
+from core.app.mailing import MailRow as MailRow
+from core.app.mailing import Mails
 from core.app.on_work import Said as Said
+from core.app.outcomes import NotReportable as NotReportable
+from core.app.outcomes import NotYours as NotYours
+from core.app.outcomes import Reported as Reported
 from core.app.parts import Parts
 from core.app.ports import AnswerResult, CallDecision, Surface
 from core.app.reading import Read as Read
@@ -49,8 +61,12 @@ EVENT_NAMES = NAMES
 
 
 class Service:
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: Parts, secret: bytes | None = None) -> None:
         self._parts = parts
+        # What surfaces derive their own keys from (bot/app.py gives one derived from the
+        # operator token); without one, a key of this process's alone.
+        self._secret = secret or secrets.token_bytes(32)
+        self._mails = Mails(parts)
 
     # -- for the process only (bot/) -----------------------------------------------------
 
@@ -83,7 +99,21 @@ class Service:
         """The inbox's sessions, kept in the store; `key` hashes their secrets."""
         return Sessions(self._parts.store, key, secure, self._parts.clock.now)
 
+    def derived_key(self, purpose: bytes) -> bytes:
+        """A key of the process's for `purpose` (email's links), the same in every process
+        given the same secret, never shown."""
+        return hmac.new(self._secret, b"aye surface: " + purpose, hashlib.sha256).digest()
+
     # -- what adapters read --------------------------------------------------------------
+
+    @property
+    def mails(self) -> Mails:
+        """Email's records: its links (hashes only) and each mail, once (core.app.mailing)."""
+        return self._mails
+
+    def identities(self, names: Iterable[str]) -> list[Responder]:
+        """`names` as responders, each `person:<name>` replaced by that person's identities."""
+        return self._parts.people.expand(Responder.parse(n) for n in names)
 
     @property
     def clock(self) -> Clock:
@@ -120,6 +150,17 @@ class Service:
     ) -> tuple[list[AskRow], int | None]:
         """A page of the asks `who` may answer (a person signed in to the inbox)."""
         return await reading.page_for(self._parts, who, status, limit, cursor)
+
+    async def open_count(self, who: Responder | None) -> tuple[int, bool]:
+        """How many asks are open for `who` (the operator: None), and whether more than that."""
+        return await searching.open_count(self._parts, who)
+
+    async def search(
+        self, who: Responder | None, words: str, status: str | None, limit: int,
+        cursor: int | None,
+    ) -> tuple[list[AskRow], int | None]:
+        """A page of the asks `who` may see whose words, ref or agent match `words`."""
+        return await searching.search(self._parts, who, words, status, limit, cursor)
 
     def may_answer(self, ask: AskRow, who: Responder) -> bool:
         """Whether `who` is among the people `ask` is for now (its responders, a person they
@@ -172,6 +213,23 @@ class Service:
 
     async def withdraw(self, ask: AskRow, by: str) -> AskRow | None:
         return await answers.withdraw(self._parts, ask, by)
+
+    async def report_outcome(
+        self, agent: AgentInfo, approval: str, outcome: str, detail: str | None
+    ) -> Reported:
+        """What ran after the agent used `approval` (core.app.outcomes): NotYours,
+        NotReportable."""
+        return await outcomes.report(self._parts, agent, approval, outcome, detail)
+
+    # -- receipts ------------------------------------------------------------------------
+
+    async def receipt(self, ask: AskRow) -> str | None:
+        """A decided approval's signed receipt (None for any other ask)."""
+        return await receipts.receipt(self._parts, ask)
+
+    async def jwks(self) -> dict[str, Any]:
+        """The public keys that verify receipts, the current one first."""
+        return await self._parts.keys.jwks()
 
     # -- people and outside systems ------------------------------------------------------
 

@@ -21,7 +21,8 @@ log = logging.getLogger("aye.events")
 
 CREATED, ANSWERED, EXPIRED = "ask.created", "ask.answered", "ask.expired"
 WITHDRAWN, ESCALATED = "ask.withdrawn", "ask.escalated"
-NAMES = (CREATED, ANSWERED, EXPIRED, WITHDRAWN, ESCALATED)
+OUTCOME = "ask.outcome"  # a used approval's agent reported what ran
+NAMES = (CREATED, ANSWERED, EXPIRED, WITHDRAWN, ESCALATED, OUTCOME)
 BATCH = 500
 KEEP_S = 3 * 3600.0  # at least the hour the contract promises, with room for a slow reconnect
 PRUNE_EVERY_S = 600.0

@@ -104,7 +104,8 @@ async def test_approve_once(gated: Aye) -> None:
     woke = await gated.wait(ask["id"])
     assert woke["outcome"] == "approved" and "by" not in woke
     status, allowed = await call(gated, "deploy.staging", {"version": "1.2", "canary": True})
-    assert (status, allowed) == (200, {"decision": "allow", "approval": ask["id"]})
+    assert (status, allowed["decision"], allowed["approval"]) == (200, "allow", ask["id"])
+    assert allowed["receipt"].count(".") == 2  # signed: tests/e2e/test_receipts.py checks it
     # Used up: the same call again asks again.
     status, third = await call(gated, "deploy.staging", {"version": "1.2", "canary": True})
     assert status == 202 and third["ask"]["id"] not in (ask["id"], other["ask"]["id"])
