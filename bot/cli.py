@@ -292,6 +292,7 @@ def parser() -> argparse.ArgumentParser:
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")
     sub.add_parser("watch", help="print every change to an ask as it happens (Ctrl-C stops)")
+    sub.add_parser("tui", help="the operator's inbox in the terminal, live (q quits)")
     audit = sub.add_parser("audit", help="the audit chain: export it, or verify it")
     steps = audit.add_subparsers(dest="audit", required=True)
     export = steps.add_parser("export", help="every entry as a JSON line (from AYE_URL)")
@@ -337,6 +338,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return mcp()
     if args.command == "watch":
         return _watch()
+    if args.command == "tui":
+        return _tui()
     if args.command == "audit" and args.audit == "verify":
         return cli_audit.cmd_verify()
     try:
@@ -347,6 +350,22 @@ def _dispatch(args: argparse.Namespace) -> int:
     except BadSetup as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _tui() -> int:
+    """`aye tui`: the URL and the operator token checked as for every command (exit 3, 2),
+    then the inbox until `q`."""
+    try:
+        client = _client()
+    except Unreachable as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except BadSetup as exc:
+        print(f"aye: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from bot.tui import run  # Textual, loaded for this command only
+
+    return run(client.url, client.token)
 
 
 def _watch() -> int:
