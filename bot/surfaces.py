@@ -7,19 +7,22 @@ from collections.abc import Iterable
 
 from core.app.service import SurfacePlugin
 from core.domain import kinds
+from handlers.email import PLUGIN as EMAIL
 from handlers.github import PLUGIN as GITHUB
 from handlers.slack import PLUGIN as SLACK
 
 PLUGINS: tuple[SurfacePlugin, ...] = (
     SLACK,
     GITHUB,
+    EMAIL,
 )
 
 
 def register(plugins: Iterable[SurfacePlugin]) -> None:
     """Make the plug-ins' responder kinds and work variants known to the core."""
     for plugin in plugins:
-        kinds.register(plugin.kind)
+        if plugin.kind.name not in kinds.CORE_KINDS:  # email: the core's own kind already
+            kinds.register(plugin.kind)
 
 
 register(PLUGINS)

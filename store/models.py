@@ -232,6 +232,44 @@ class SigningKeyRow(SQLModel, table=True):
     created_at: float
 
 
+class EmailLinkRow(SQLModel, table=True):
+    """A mailed link's capability (handlers/email): one per recipient and ask. The store keeps
+    only the SHA-256 of its token, so a copy of the store answers nothing; `used_at` is set
+    once, by the one conditional write that lets its answer through."""
+
+    __tablename__ = "email_links"
+    __table_args__ = (Index("ix_email_links_ask_recipient", "ask_seq", "recipient", unique=True),)
+
+    token_hash: str = Field(max_length=64, primary_key=True)
+    ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    recipient: str = Field(max_length=254)
+    created_at: float
+    used_at: float | None = None
+
+
+class EmailMailRow(SQLModel, table=True):
+    """One mail to one recipient about one ask (`purpose`: ask, or remind), recorded before it
+    is first sent: its Message-ID (the same on every retry), the lease of the process sending
+    it now (`sending_until`: no second process sends it meanwhile), and how it ended."""
+
+    __tablename__ = "email_mails"
+    __table_args__ = (
+        Index("ix_email_mails_once", "ask_seq", "recipient", "purpose", unique=True),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(BigId, primary_key=True))
+    ask_seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    recipient: str = Field(max_length=254)
+    purpose: str = Field(max_length=16)
+    message_id: str = Field(max_length=200, unique=True)
+    created_at: float
+    sending_until: float | None = None
+    attempts: int = 0
+    sent_at: float | None = None
+    refused_at: float | None = None
+    last_error: str | None = Field(default=None, max_length=300)
+
+
 class MetaRow(SQLModel, table=True):
     """aye 0.1.0's schema_version (2 since revision 0002, so 0.1.0 refuses a migrated store).
 
