@@ -298,6 +298,10 @@ def parser() -> argparse.ArgumentParser:
     export = steps.add_parser("export", help="every entry as a JSON line (from AYE_URL)")
     export.add_argument("--after", type=int, default=0, help="only entries after this seq")
     steps.add_parser("verify", help="recompute the chain from the store (AYE_DATABASE_URL)")
+    keys = sub.add_parser("keys", help="the keys receipts are signed with")
+    keys.add_subparsers(dest="keys", required=True).add_parser(
+        "rotate", help="make a new current key in the store (AYE_DATABASE_URL); the earlier "
+        "ones still verify")
     sub.add_parser("mcp", help="aye's MCP server over stdio, for an MCP client to start "
                    "(as the agent of AYE_AGENT_TOKEN, talking to AYE_URL)")
     return top
@@ -342,6 +346,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _tui()
     if args.command == "audit" and args.audit == "verify":
         return cli_audit.cmd_verify()
+    if args.command == "keys":
+        from bot.cli_keys import cmd_rotate
+
+        return cmd_rotate()
     try:
         return COMMANDS[args.command](_client(), args)
     except Unreachable as exc:

@@ -109,6 +109,12 @@ def _show_answer(ask: dict[str, Any]) -> None:
             print(f"note: {block(answer['note'])}")
     if ask.get("outcome"):
         print(f"outcome: {line(ask['outcome'])}")
+    run = ask.get("run")
+    if run:  # what ran after the approval was used, as its agent reported it
+        detail = f": {block(run['detail'])}" if run.get("detail") else ""
+        print(f"ran: {line(run['outcome'])} at {line(run.get('at'))}{detail}")
+    if ask.get("receipt"):
+        print(f"receipt: {line(ask['receipt'])}")
     approvals = ask.get("approvals")
     if approvals:
         who = joined(approvals.get("approvers") or []) or "nobody yet"

@@ -267,8 +267,8 @@ def outcome_line(ask: AskRow) -> str:
         return _with_note(f"{head}{value}*", note)
     by = slack_date(ask.deadline)
     return {
-        rules.APPROVED: _with_note(f":white_check_mark: Approved by {quorum.approved_by(ask)}.",
-                                   note),
+        rules.APPROVED: _with_note(
+            f":white_check_mark: Approved by {quorum.approved_by(ask)}{ran(ask)}.", note),
         rules.APPROVAL_REFUSED: _with_note(
             f":no_entry: Refused by {who}.{quorum.refused_after(ask)}", note),
         rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
@@ -276,6 +276,17 @@ def outcome_line(ask: AskRow) -> str:
         rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
         rules.WITHDRAWN: ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed.",
     }.get(ended, "")
+
+
+def ran(ask: AskRow) -> str:
+    """What ran after the approval was used, as its agent reported (empty before it did)."""
+    if ask.run_outcome is None or ask.run_at is None:
+        return ""
+    if ask.run_outcome == "ran":
+        return f" · ran at {slack_date(ask.run_at)}"
+    if ask.run_outcome == "failed":
+        return f" · failed: {fit(ask.run_detail or 'no detail', 200)}"
+    return f" · not run ({slack_date(ask.run_at)})"
 
 
 CLOSED_WORDS = {

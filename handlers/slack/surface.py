@@ -29,7 +29,7 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.app.ports import CLOSE, ESCALATE, POST, REMIND, UPDATE, GiveUp, RetryLater
+from core.app.ports import CLOSE, ESCALATE, POST, RAN, REMIND, UPDATE, GiveUp, RetryLater
 from core.app.service import Service
 from core.domain.logline import emit
 from core.domain.responders import Responder
@@ -342,7 +342,7 @@ class SlackSurface:
         try:
             if action in PACED:
                 await self._post(self._posts, ask, action)
-            elif action == CLOSE:
+            elif action in (CLOSE, RAN):  # what ran shows beside how it closed
                 await self._posts.close(ask)
             elif action == UPDATE:
                 await self._posts.update(ask)
