@@ -29,7 +29,7 @@ class Received:
     def part(self, subtype: str) -> str:
         found = self.message.get_body(preferencelist=(subtype,))
         assert found is not None, f"no text/{subtype} part"
-        return str(found.get_content())  # type: ignore[attr-defined]
+        return str(found.get_content())
 
 
 @dataclass
@@ -97,7 +97,8 @@ async def smtp_server(
         await server.wait_closed()
 
 
-def email_env(server: SmtpServer, url: str | None = None) -> dict[str, str]:
-    """What turns email on for aye, sending to `server`."""
-    return {"AYE_SMTP_URL": url or server.url(), "AYE_MAIL_FROM": MAIL_FROM,
+def email_env(server: SmtpServer | None, url: str | None = None) -> dict[str, str]:
+    """What turns email on for aye, sending to `server` (or to `url`)."""
+    assert server is not None or url is not None
+    return {"AYE_SMTP_URL": url or server.url(), "AYE_MAIL_FROM": MAIL_FROM,  # type: ignore[union-attr]
             "AYE_PUBLIC_URL": PUBLIC_URL}

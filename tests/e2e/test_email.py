@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.config import Config
+from bot.config import AyeConfig, Config
 from core.app.timing import ManualClock
 from core.domain.responders import Responder
 from handlers.email.plugin import SURFACE
@@ -34,12 +34,12 @@ async def smtp() -> AsyncIterator[SmtpServer]:
         yield server
 
 
-async def start(start_aye: StartAye, database_url: str, smtp: SmtpServer, config: Config | None = None,
+async def start(start_aye: StartAye, database_url: str, smtp: SmtpServer, config: AyeConfig | None = None,
                 clock: ManualClock | None = None) -> Aye:
     return await start_aye(database_url, config=config, clock=clock, env=email_env(smtp))
 
 
-def asking(*responders: str, **more: Any) -> Config:
+def asking(*responders: str, **more: Any) -> AyeConfig:
     """A config whose agents' questions are for `responders`."""
     return Config.model_validate({"defaults": {"responders": list(responders)}, **more})
 
@@ -184,7 +184,7 @@ async def test_451_is_tried_again_as_the_same_mail_and_550_is_a_dead_letter_trie
 
     async def buried() -> bool:
         clock.advance(2.0)
-        return (await (await aye.client.get("/healthz")).json())["dead_letters"] == 1
+        return bool((await (await aye.client.get("/healthz")).json())["dead_letters"] == 1)
 
     await eventually(buried, timeout=10)
     for _ in range(20):
