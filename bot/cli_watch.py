@@ -92,5 +92,7 @@ def shown(event: str, ask: dict[str, Any]) -> str:
         question = f"approve {ask['operation']}"
     by = ask.get("answered_by")
     extra = f"by {line(by)}  " if what == "answered" and by else ""
+    if what == "outcome" and ask.get("run"):  # what ran after the approval was used
+        extra = f"{line(ask['run'].get('outcome') or '?')}  "
     return (f"{stamp}  {what:<9}  {line(ask.get('ref') or '?'):<6}  {extra}"
             f"{one_line(line(question), QUESTION_WIDTH)}")
