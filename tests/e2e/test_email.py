@@ -280,3 +280,17 @@ async def test_an_escalation_mails_its_new_responders_and_a_reminder_those_still
     approve = links(escalated)[0]
     status, _ = await confirm(aye, approve, (await page(aye, approve))[1])
     assert status == 200 and (await aye.get(ask["id"]))["status"] == "answered"
+
+
+async def test_a_sensitive_answer_given_from_a_link_is_in_no_page_and_no_mail(
+    start_aye: StartAye, database_url: str, smtp: SmtpServer
+) -> None:
+    aye = await start(start_aye, database_url, smtp, asking(f"email:{ADA}"))
+    ask = await aye.ask(question="The deploy key?", format="text", sensitive=True)
+    (answer,) = links((await mails(smtp, 1))[0])
+    status, html = await page(aye, answer)
+    assert 'type="password"' in html
+    status, said = await confirm(aye, answer, html, answer="hunter2-value")
+    assert status == 200 and "sensitive and is not shown" in said and "hunter2" not in said
+    assert (await aye.get(ask["id"]))["status"] == "answered"
+    assert not any("hunter2" in m.message.as_string() for m in smtp.mailbox.received)
