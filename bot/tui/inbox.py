@@ -55,6 +55,7 @@ class Inbox(Screen[None]):
         self.outcomes: dict[str, Outcome] = {}
         self.sending: set[str] = set()
         self.live = False
+        self.question_width = listing.MIN_QUESTION
         self.answering = Answering(self)
 
     def compose(self) -> ComposeResult:
@@ -105,7 +106,8 @@ class Inbox(Screen[None]):
                 self.listing.kept = ident  # what closed under the cursor stays until it moves
             self.closed_elsewhere(ident, ask)
             self.fetch(ident)
-        self.rebuild()
+        if isinstance(ident, str):
+            self.refresh_row(ident)
         self.say_live()
 
     def lost(self, why: str, retry_in: float, attempt: int) -> None:
@@ -129,6 +131,7 @@ class Inbox(Screen[None]):
         table = self.query_one("#list", DataTable)
         rows = self.listing.shown()
         width = listing.question_width(table.size.width or 40, listing.ref_width(rows))
+        self.question_width = width
         now = time.time()
         table.clear()
         for ask in rows:
@@ -139,6 +142,26 @@ class Inbox(Screen[None]):
         else:
             self.select(ids[0] if ids else None)
         self.query_one("#left").border_title = self.list_title(len(rows))
+
+    def refresh_row(self, ident: str) -> None:
+        """One ask changed: its row alone, where it has one (a whole rebuild of hundreds of
+        rows is what an event would otherwise cost); a new row goes in its place in order."""
+        table = self.query_one("#list", DataTable)
+        ask = self.listing.asks[ident]
+        if ident not in table.rows:
+            if self.listing.wanted(ask):
+                self.rebuild()
+            return
+        if not self.listing.wanted(ask):
+            table.remove_row(ident)
+            selected = self.selected
+            if selected is not None and selected in table.rows:  # the cursor stays on it
+                table.move_cursor(row=table.get_row_index(selected), animate=False)
+        else:
+            cells = listing.cells(ask, time.time(), self.question_width)
+            for column, cell in zip(("ref", "age", "due", "what"), cells, strict=True):
+                table.update_cell(ident, column, cell)
+        self.query_one("#left").border_title = self.list_title(table.row_count)
 
     def list_title(self, count: int) -> str:
         words = f"{'All' if self.listing.everything else 'Open'} asks ({count})"

@@ -45,11 +45,11 @@ class Listing:
 
     def shown(self) -> list[dict[str, Any]]:
         """The asks the list shows, newest first."""
-        rows = [a for a in self.asks.values() if self._wanted(a)]
+        rows = [a for a in self.asks.values() if self.wanted(a)]
         rows.sort(key=lambda a: (str(a.get("created_at") or ""), str(a.get("id"))), reverse=True)
         return rows
 
-    def _wanted(self, ask: dict[str, Any]) -> bool:
+    def wanted(self, ask: dict[str, Any]) -> bool:
         if not (self.everything or ask.get("status") == OPEN or ask.get("id") == self.kept):
             return False
         return not self.text or self.text.casefold() in haystack(ask)

@@ -152,23 +152,31 @@ async def test_a_digit_answers_a_choice_and_the_panel_says_it_was_taken(served: 
 
 
 async def test_asks_created_and_answered_elsewhere_show_live(served: Server) -> None:
-    one, two = token(), token()
+    mark = token()
     async with tui(served) as (app, pilot):
-        first = await ask(served, question=f"First {one}?")
+        await pilot.press("slash", *mark, "enter")  # only this test's asks, as they come
+        first = await ask(served, question=f"First {mark}?")
         await until(pilot, lambda: listed(app, first["ref"]), "a new ask")
-        second = await ask(served, question=f"Second {two}?", format="confirm")
+        second = await ask(served, question=f"Second {mark}?", format="confirm")
         await until(pilot, lambda: listed(app, second["ref"]), "a second ask")
-        assert rows(app)[0].startswith(second["ref"] + " ")  # newest first, and selected
-        await call(served, "POST", f"/v1/asks/{first['ref']}/answer", token=OP,
-                   json={"answer": "done"})
-        await until(pilot, lambda: not listed(app, first["ref"]), "the answered ask leaving")
-        await pick(pilot, app, two)
+        assert [r.split()[0] for r in rows(app)] == [second["ref"], first["ref"]]  # newest first
+        assert inbox(app).selected == first["id"]  # a new row above moves no selection
         await call(served, "POST", f"/v1/asks/{second['ref']}/answer", token=OP,
                    json={"answer": "yes"})
+        await until(pilot, lambda: not listed(app, second["ref"]), "the answered ask leaving")
+        assert inbox(app).selected == first["id"] and f"First {mark}?" in panel(app)
+        await call(served, "POST", f"/v1/asks/{first['ref']}/answer", token=OP,
+                   json={"answer": "done"})
         # The selected ask stays in view while selected, saying what became of it.
         await until(pilot, lambda: "answered elsewhere by operator:local" in panel(app),
                     "the selected ask answered elsewhere")
-        assert listed(app, second["ref"])
+        assert rows(app) == [r for r in rows(app) if "(answered) First" in r]
+        third = await ask(served, question=f"Third {mark}?")
+        await until(pilot, lambda: listed(app, third["ref"]), "a third ask")
+        assert inbox(app).selected == first["id"]
+        await pilot.press("k")  # moved away: the closed one leaves the list
+        await until(pilot, lambda: not listed(app, first["ref"]), "the closed ask leaving")
+        assert f"Third {mark}?" in panel(app)
 
 
 def listed(app: Tui, ref: str) -> bool:
