@@ -30,13 +30,13 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ask_api.tokens import TokenBook  # noqa: E402
-from bot.app import SERVICE, create_app  # noqa: E402
-from bot.config import Config  # noqa: E402
-from bot.settings import Settings  # noqa: E402
-from core.app.ports import POST, AskRow  # noqa: E402
-from core.domain.responders import Responder  # noqa: E402
-from tests.smtp_server import MAIL_FROM, PUBLIC_URL, Mailbox, smtp_server  # noqa: E402
+from ask_api.tokens import TokenBook
+from bot.app import SERVICE, create_app
+from bot.config import Config
+from bot.settings import Settings
+from core.app.ports import POST, AskRow
+from core.domain.responders import Responder
+from tests.smtp_server import MAIL_FROM, PUBLIC_URL, Mailbox, smtp_server
 
 OP, AGENT = "op-bench-token", "agent-bench-token"
 SLOW_S = 5.0
@@ -47,8 +47,9 @@ class Recorder:
 
     name = "recorder"
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int) -> None:
         self.at: dict[str, float] = {}
+        self.expected, self.all_in = expected, asyncio.Event()
 
     def reaches(self, responder: Responder, work: dict[str, Any] | None) -> bool:
         return False
@@ -58,6 +59,8 @@ class Recorder:
 
     async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
         self.at.setdefault(ask.id, time.monotonic())
+        if len(self.at) >= self.expected:
+            self.all_in.set()
 
     def health(self) -> dict[str, Any]:
         return {"on": True}
@@ -85,7 +88,9 @@ async def run(folder: Path, box: Mailbox, port: int, asks: int, answer_every: in
         "name": "bench", "token_env": "AYE_TOKEN_BENCH", "max_open": 1_000_000,
         "asks_per_minute": 1_000_000, "responders": ["email:ada@example.com", "operator:local"]}]})
     app = create_app(Settings.from_env(env), config, TokenBook.build(config, OP, AGENT))
-    recorder = Recorder()
+    recorder = Recorder(asks)
+    every_mail = asyncio.Event()
+    box.on_taken = lambda: every_mail.set() if len(box.received) >= asks else None
     app[SERVICE].add_surface(recorder)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -116,12 +121,10 @@ async def run(folder: Path, box: Mailbox, port: int, asks: int, answer_every: in
                     answers.append(time.monotonic() - t0)
 
             await asyncio.gather(*(one(i) for i in range(asks)))
-            while len(recorder.at) < asks:
-                await asyncio.sleep(0.01)
+            await recorder.all_in.wait()
             mails_done = None
             if not answer_every:
-                while len(box.received) < asks:
-                    await asyncio.sleep(0.01)
+                await every_mail.wait()
                 mails_done = time.monotonic() - started
     finally:
         await runner.cleanup()
