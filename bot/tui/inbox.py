@@ -23,7 +23,7 @@ from bot.tui.events import Frame, follow
 from bot.tui.panel import NOTICE, TAKEN, Outcome
 
 AGES_EVERY_S = 30.0  # ages and deadlines in the list are in minutes at their finest
-KEYS = "↑↓ jk select · / filter · Tab open/all · q quit"
+KEYS = "↑↓ jk · / filter · Tab all · q quit"
 ELSEWHERE = {"answered": "answered elsewhere", "expired": "expired", "withdrawn": "withdrawn"}
 
 

@@ -88,15 +88,15 @@ def hint(ask: dict[str, Any] | None) -> str:
         return "nothing to answer here"
     fmt = cli_formats.format_of(ask)
     if ask.get("kind") == "approval":
-        return "a approves, r refuses (with an optional note)"
+        return "a approves, r refuses"
     count = len(ask.get("options") or [])
     words = {
-        CHOICE: f"1-{min(count, 9)} picks an option, Enter types its number or text"
+        CHOICE: f"1-{min(count, 9)} picks an option, Enter types it"
         if count > 1 else "1 picks the option",
         CONFIRM: "y says yes, n says no",
         ACK: "c lets the work continue",
         TEXT: "Enter types an answer",
-        MULTI: "Enter types the options' numbers (1, 3)",
+        MULTI: "Enter types the options (1, 3)",
         FORM: "Enter fills in the form",
         EXTERNAL: "an outside system answers it",
     }

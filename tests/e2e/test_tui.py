@@ -193,6 +193,9 @@ async def test_an_approval_shows_its_whole_input_and_a_refusal_takes_a_note(serv
         assert "operation: deploy.prod" in shown and "input_sha256: " in shown
         assert all(f'"web-{n}"' in shown for n in range(12)) and '"[bold]x[/]"' in shown
         assert "Approval needed" in rows(app)[0]
+        right = inbox(app).query_one("#right")
+        await pilot.press("shift+down")  # the panel scrolls, keys only
+        await until(pilot, lambda: right.scroll_y > 0, "the panel scrolled")
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, Note), "the note dialog")
         await pilot.press(*"not today", "enter")
