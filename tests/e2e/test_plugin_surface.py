@@ -186,6 +186,7 @@ async def test_healthz_shows_the_surface_from_itself(rooms: Aye) -> None:
     assert body["surfaces"] == {
         "slack": {"on": False},
         "github": {"on": False},
+        "email": {"on": False},
         "test": {"on": True, "posts": 0, "lobby": "r9", "started": True},  # its own section
     }
 
