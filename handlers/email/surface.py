@@ -7,11 +7,10 @@ two processes (or a retry here) send it at once. The one gap left, a crash after
 took the mail and before it was recorded sent, is closed on the reader's side: the retry is the
 same message (same Message-ID, same link), which mail systems show once.
 
-A slow SMTP server slows nobody else: `deliver` waits on its sends a quarter of a second at
-most. It records the mails, starts their sends in the background (paced) and, when they are not
-done by then, hands the row back to the outbox for a moment (RetryLater, `paced`); the row is
-finished on a later pass, once every mail was sent, or given up (a dead letter) once one was
-refused for good (a 5xx). A 4xx waits with backoff."""
+A slow SMTP server slows nobody else: `deliver` never waits on a send. It records the mails,
+starts their sends in the background (paced) and hands the row back to the outbox for a moment
+(RetryLater, `paced`); the row is finished on a later pass, once every mail was sent, or given
+up (a dead letter) once one was refused for good (a 5xx). A 4xx waits with backoff."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
+import time
 from collections.abc import Sequence
 from email.utils import make_msgid
 from typing import Any
@@ -39,9 +39,8 @@ log = logging.getLogger("aye.email")
 
 MAILED = (POST, ESCALATE, REMIND)
 ASK_MAIL, REMIND_MAIL = "ask", "remind"
-# How long a delivery waits for its sends (then the outbox row goes back, and other rows go
-# on), and how soon the outbox looks again at a row whose mails are being sent.
-SEND_WAIT_S, RECHECK_S = 0.25, 0.5
+# How soon the outbox looks again at a row whose mails are being sent (at least, at most).
+RECHECK_S, MAX_RECHECK_S = 0.5, 5.0
 # A 4xx: tried again after 5 s, 10 s, 20 s … at most 10 minutes apart; given up after this many.
 FIRST_BACKOFF_S, MAX_BACKOFF_S, MAX_TRIES = 5.0, 600.0, 12
 
@@ -66,6 +65,9 @@ class EmailSurface:
         self._key = asks.derived_key(b"email links")
         self._domain = settings.sender.rpartition("@")[2]
         self._sending: dict[int, asyncio.Task[Outcome]] = {}
+        self._started: dict[int, float] = {}  # when each send in flight began (monotonic)
+        # (ask seq, purpose) whose mails this process recorded, while their row is pending.
+        self._known: set[tuple[int, str]] = set()
         # After a 4xx: not tried again here before then (the clock's time), by mail id.
         self._not_before: dict[int, float] = {}
         self.pages = page.Pages(asks, self._key)
@@ -100,20 +102,37 @@ class EmailSurface:
         if not to:
             return
         purpose = REMIND_MAIL if action == REMIND else ASK_MAIL
-        links = [(r, token_hash(link_token(self._key, ask.id, r))) for r in to]
-        wanted = [(r, purpose, make_msgid(domain=self._domain)) for r in to]
-        mails = await self.asks.mails.record(ask, links, wanted)
+        mails = await self._recorded(ask, purpose, to)
         now = self.asks.clock.now()
         for mail in mails:
             ident = mail.id or 0
             if mail.sent_at is None and mail.refused_at is None and ident not in self._sending \
                     and self._not_before.get(ident, 0.0) <= now:
+                self._started[ident] = time.monotonic()
                 self._sending[ident] = asyncio.create_task(
                     self._send(ask, action, mail), name=f"aye-email-{ident}")
-        running = [t for m in mails if (t := self._sending.get(m.id or 0)) is not None]
-        if running:  # a quick server: done in this pass; a slow one holds nobody up for long
-            await asyncio.wait(running, timeout=SEND_WAIT_S)
-        await self._settle(ask, mails)
+        await asyncio.sleep(0)  # the sends begin; never waited on here
+        try:
+            await self._settle(ask, mails)
+        except RetryLater:
+            raise
+        except BaseException:
+            self._known.discard((ask.seq or 0, purpose))
+            raise
+        self._known.discard((ask.seq or 0, purpose))
+
+    async def _recorded(self, ask: AskRow, purpose: str, to: list[str]) -> list[MailRow]:
+        """The ask's mails for `purpose` to `to`, recorded (with their links) on the first pass;
+        a later pass of the same row only reads them."""
+        key = (ask.seq or 0, purpose)
+        if key in self._known:
+            return [m for m in await self.asks.mails.of(ask)
+                    if m.purpose == purpose and m.recipient in to]
+        links = [(r, token_hash(link_token(self._key, ask.id, r))) for r in to]
+        wanted = [(r, purpose, make_msgid(domain=self._domain)) for r in to]
+        mails = await self.asks.mails.record(ask, links, wanted)
+        self._known.add(key)
+        return mails
 
     async def _settle(self, ask: AskRow, mails: Sequence[MailRow]) -> None:
         """Finished (every mail sent), a dead letter (one refused for good), or back to the
@@ -124,7 +143,12 @@ class EmailSurface:
         running = [m for m in pending if m.id in self._sending
                    or (m.sending_until or 0) > self.asks.clock.now()]
         if running:
-            raise RetryLater(RECHECK_S, "sending", kind="paced")
+            # Looked at again about as long as the sends have run so far (0.5 s to 5 s): a
+            # quick server's row is finished at once, a slow one's is not read twice a second.
+            since = min((self._started.get(m.id or 0, time.monotonic()) for m in running),
+                        default=time.monotonic())
+            after = min(max(time.monotonic() - since, RECHECK_S), MAX_RECHECK_S)
+            raise RetryLater(after, "sending", kind="paced")
         if pending:
             now = self.asks.clock.now()
             wait = max(self._not_before.get(m.id or 0, now) - now for m in pending)
@@ -141,8 +165,13 @@ class EmailSurface:
             if not await self.asks.mails.lease(mail, self.sender.bound_s + 1.0):
                 return Outcome("busy")  # sent, refused, or being sent by another process
             return await self._send_leased(ask, action, mail)
+        except Exception as exc:  # the store, most likely: the row's next pass tries again
+            emit(log, "email.failed", level=logging.WARNING, id=ask.id, ref=rules.ref(ask),
+                 surface=SURFACE, mail=mail.id, error=type(exc).__name__)
+            return Outcome("later", type(exc).__name__)
         finally:
             self._sending.pop(mail.id or 0, None)
+            self._started.pop(mail.id or 0, None)
 
     async def _send_leased(self, ask: AskRow, action: str, mail: MailRow) -> Outcome:
         token = link_token(self._key, ask.id, mail.recipient)
