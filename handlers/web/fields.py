@@ -38,6 +38,7 @@ class FormField:
     widget: str
     attrs: dict[str, str]
     choices: list[str]
+    hint: str | None = None  # its bounds in words, shown beside it before any submit
 
 
 def form_fields(schema: dict[str, Any], ref: str) -> list[FormField]:
@@ -49,8 +50,48 @@ def form_fields(schema: dict[str, Any], ref: str) -> list[FormField]:
             name=name, input_name=f"{FIELD_PREFIX}{index}", id=f"{ref}-f{index}",
             title=forms.title(schema, name), description=description or None,
             required=required, widget=widget, attrs=attrs, choices=choices,
+            hint=_sentence(bounds(spec if isinstance(spec, dict) else {})),
         ))
     return out
+
+
+def _sentence(words: str | None) -> str | None:
+    return words[:1].upper() + words[1:] if words else None
+
+
+FORMAT_WORDS = {"email": "an email address", "uri": "a URL", "date": "a date"}
+
+
+def _range(low: Any, high: Any, unit: str = "") -> str | None:
+    def shown(n: Any) -> str:
+        return _number_text(n) + unit
+
+    if low is not None and high is not None:
+        return f"from {_number_text(low)} to {shown(high)}"
+    if low is not None:
+        return f"at least {shown(low)}"
+    return f"at most {shown(high)}" if high is not None else None
+
+
+def bounds(spec: dict[str, Any]) -> str | None:
+    """A field's limits in words (`a whole number from 1 to 8`, `at most 200 characters`,
+    `an email address`), or None when it has none worth saying."""
+    kind = spec.get("type")
+    low, high = (spec.get(k) if isinstance(spec.get(k), int | float) and not isinstance(spec.get(k), bool)
+                 else None for k in ("minimum", "maximum"))
+    if kind in ("integer", "number"):
+        limits = _range(low, high)
+        what = "a whole number" if kind == "integer" else "a number"
+        return f"{what} {limits}" if limits else (what if kind == "integer" else None)
+    if kind != "string" or "enum" in spec:
+        return None
+    shortest, longest = (spec.get(k) if isinstance(spec.get(k), int) else None
+                         for k in ("minLength", "maxLength"))
+    words = [w for w in (FORMAT_WORDS.get(str(spec.get("format"))),
+                         _range(shortest, longest, " characters")) if w]
+    if isinstance(spec.get("pattern"), str):
+        words.append(f"matching {spec['pattern']}")
+    return ", ".join(words) or None
 
 
 def _number_text(value: Any) -> str:

@@ -30,6 +30,7 @@ MAX_NOTE = 3000
 MAX_TOKEN = 1000
 NOT_VALID = "That token is not valid."
 TOO_MANY = "Too many failed sign-ins from this address. Wait a minute, then try again."
+MAX_SEARCH = 200
 PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
 
 
@@ -61,7 +62,7 @@ class Inbox:
                status: int = 200) -> web.Response:
         session = request.get(SESSION)
         base = {"csrf": self.sessions.csrf(session) if session else "", "flash": None, "tab": None,
-                "signed_in_as": _shown_identity(session)}
+                "signed_in_as": _shown_identity(session), "open_count": "", "query": ""}
         return aiohttp_jinja2.render_template(
             name, request, {**base, **context}, status=status, app_key=TEMPLATES
         )
@@ -135,17 +136,21 @@ class Inbox:
         text = request.query.get("cursor", "")
         cursor = int(text) if PLAIN_INTEGER.fullmatch(text) else None
         status = None if every else rules.OPEN
+        words = request.query.get("q", "").strip()[:MAX_SEARCH]
         who = _person(request)
-        if who is None:  # the operator token: every ask
+        if words:  # ?q=: words of the question, context or operation, a ref, an agent
+            rows, more = await self.asks.search(who, words, status, PAGE, cursor)
+        elif who is None:  # the operator token: every ask
             rows, more = await self.asks.list_asks(None, status, PAGE, cursor)
         else:  # a person: only the asks they may answer
             rows, more = await self.asks.list_for(who, status, PAGE, cursor)
         now = self.asks.clock.now()
-        query = {"status": "all"} if every else {}
+        query = {**({"status": "all"} if every else {}), **({"q": words} if words else {})}
         page_url = _url("/inbox", {**query, **({"cursor": str(cursor)} if cursor else {})})
         context = {
-            "heading": "All asks" if every else "Open asks",
-            "tab": "all" if every else "open",
+            "heading": ("Search" if words else "All asks" if every else "Open asks"),
+            "tab": "all" if every else "open", "query": words,
+            "open_count": await self._open_count(request),
             "cards": [views.card(row, now) for row in rows],
             "page_url": page_url,
             "fragment_url": _fragment(page_url),
@@ -166,12 +171,17 @@ class Inbox:
         card.history = views.entries(await self.asks.history(ask.seq or 0), now)
         page_url = f"/inbox/{card.ref}"
         context = {
-            "heading": f"{card.ref}: approval" if ask.kind == rules.APPROVAL else f"{card.ref}: question",
+            "heading": views.heading(ask), "open_count": await self._open_count(request),
             "card": card, "page_url": page_url, "fragment_url": _fragment(page_url),
         }
         if request.query.get("fragment") == "1":
             return self.render(request, "detail_region.html", context)
         return self._page(request, "detail.html", context)
+
+    async def _open_count(self, request: web.Request) -> str:
+        """The page title's count of the asks open for whoever is signed in ("" for none)."""
+        count, more = await self.asks.open_count(_person(request))
+        return f"{count}+" if more else str(count) if count else ""
 
     async def _find(self, request: web.Request) -> AskRow | None:
         """The ask the path names, if the one signed in may see it: any for the operator, for
@@ -193,6 +203,8 @@ class Inbox:
         ask = await self._find(request)
         if ask is None:
             flash = Flash(False, "Not answered: there is no such ask.")
+        elif needs_confirming(ask, posted):  # destructive: the confirm step first (no script)
+            return self._confirm_page(request, ask, posted, back)
         else:
             flash = await self._answer(request, ask, posted)
         if flash.reason == SIGN_IN_REQUIRED:  # step-up: sign in again, and back to the ask
@@ -218,6 +230,15 @@ class Inbox:
         )
         return Flash(result.taken, outcome(result, ask), ref, result.reason)
 
+    def _confirm_page(self, request: web.Request, ask: AskRow, posted: Any,
+                      back: str) -> web.Response:
+        """A destructive ask's affirmative answer, sent without the page's script: the same
+        answer again with `confirmed`, or Cancel back to where it came from."""
+        fields_ = [(k, v) for k, v in posted.items() if k not in ("csrf", "confirmed")]
+        context = {"ref": rules.ref(ask), "heading": views.heading(ask), "back": back,
+                   "fields": fields_, "chosen": chosen_words(ask, posted)}
+        return self.render(request, "confirm.html", context)
+
     # -- the sign-in page ----------------------------------------------------------------
 
     def _sign_in_page(self, request: web.Request, following: str, problem: str | None,
@@ -228,6 +249,27 @@ class Inbox:
         context = {"next": following, "problem": problem, "offers": offers,
                    "signed_in_as": session.identity if session else None}
         return self.render(request, "login.html", context, status=status)
+
+
+def needs_confirming(ask: AskRow, posted: Any) -> bool:
+    """A destructive ask's affirmative answer not yet confirmed: anything but Refuse and No."""
+    if not ask.danger or posted.get("confirmed") == "1":
+        return False
+    given = posted.get("answer", "")
+    if ask.kind == rules.APPROVAL:
+        return bool(given != "refuse")
+    return not (formats.format_of(ask) == formats.CONFIRM and given == "no")
+
+
+def chosen_words(ask: AskRow, posted: Any) -> str:
+    """The answer about to be sent, as the confirm page names it."""
+    given = str(posted.get("answer", ""))
+    if ask.kind == rules.APPROVAL:
+        return "Approve"
+    options = list(ask.options or [])
+    if given.isdigit() and 1 <= int(given) <= len(options):
+        return options[int(given) - 1]
+    return {"yes": "Yes", "continue": "Continue"}.get(given, "the answer you gave")
 
 
 def outcome(result: AnswerResult, ask: AskRow) -> str:

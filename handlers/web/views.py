@@ -15,6 +15,7 @@ from typing import Any
 from core.app.ports import AskRow
 from core.domain import answering, external, formats, rules
 from core.domain.ask import is_external
+from core.domain.policy import START
 from core.domain.responders import OPERATOR, admitted
 from handlers.web.fields import form_fields
 
@@ -23,6 +24,13 @@ from handlers.web.fields import form_fields
 LIST_INPUT_LIMIT = 2000
 APPROVAL_CONTROL = "approval"
 KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
+# A closed approval's badge, by how it ended (rules.ending), in place of "Approval needed".
+OUTCOME_BADGES = {
+    rules.APPROVED: "Approved", rules.APPROVAL_REFUSED: "Refused",
+    rules.APPROVAL_TIMED_OUT: "Timed out", "expired": "Expired", "withdrawn": "Withdrawn",
+}
+# What the agent reported ran after using an approval (POST /v1/calls/outcome).
+RUN_WORDS = {"ran": "ran", "failed": "failed", "not_run": "not run"}
 # An external ask's ticket state (core.domain.external.ticket_state) in words; never the ticket.
 TICKET_WORDS = {
     external.WAITING: "Waiting: its door is open for the outside system's answer",
@@ -89,6 +97,10 @@ class Card:
     # An external ask: the outside system (verifier) it waits on, and its ticket's state.
     waits_on: str | None = None
     ticket: str | None = None
+    # Destructive (`danger`): its affirmative control asks to confirm.
+    danger: bool = False
+    badge: str = "Approval needed"  # an approval's: by its outcome once closed
+    run: str | None = None  # what ran after the approval was used, as the agent reported it
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +176,11 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         answerable=ask.status == rules.OPEN and _operator_may(ask),
         media=_media(ask.media), work=where(ask.work_key),
     )
+    shown.danger = bool(ask.danger)
     if approval:
+        if ask.status != rules.OPEN:
+            shown.badge = OUTCOME_BADGES.get(rules.ending(ask), shown.badge)
+        shown.run = run_words(ask)
         shown.operation = ask.operation or ask.question
         shown.input = shown_input(ask.call_input, None if whole_input else LIST_INPUT_LIMIT)
         shown.call_sha256 = ask.call_hash
@@ -184,6 +200,27 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         if not ask.sensitive and ask.answer_note:
             shown.note = ask.answer_note
     return shown
+
+
+def heading(ask: AskRow) -> str:
+    """The ask's own page is headed by its question: an approval's in words."""
+    if ask.kind != rules.APPROVAL:
+        return ask.question
+    if ask.operation == START:
+        return f"May {ask.agent} start on {where(ask.work_key) or 'this work'}?"
+    return f"Approve {ask.operation or ask.question}?"
+
+
+def run_words(ask: AskRow) -> str | None:
+    """`ran 12:03 UTC`, `failed: <detail>`, `not run`: what the agent said ran (its detail is
+    the agent's text, escaped by the templates like all of it)."""
+    said = RUN_WORDS.get(ask.run_outcome or "")
+    if said is None:
+        return None
+    if ask.run_detail:
+        return f"{said}: {ask.run_detail}"
+    at = datetime.fromtimestamp(ask.run_at, UTC).strftime(" %H:%M UTC") if ask.run_at else ""
+    return f"{said}{at}"
 
 
 def _operator_may(ask: AskRow) -> bool:

@@ -175,7 +175,7 @@ async def test_a_person_signs_in_and_lands_where_they_were_going(
         where = urlsplit(page.url)
         assert (where.path, dict(parse_qsl(where.query))) == ("/login", {"next": f"/inbox/{ref}"})
         await press(page, provider)
-        await expect(page.get_by_role("heading", name=f"{ref}: question")).to_be_visible()
+        await expect(page.get_by_role("heading", name="Ship it?", level=1)).to_be_visible()
         assert page.url == f"{s.aye.url}/inbox/{ref}"
         await page.goto(f"{s.aye.url}/login?again=1")  # where one signs in afresh (step-up)
         await expect(page.get_by_text(f"You are signed in as {WHO[provider]}.")).to_be_visible()

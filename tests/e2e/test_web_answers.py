@@ -59,8 +59,14 @@ async def test_every_format_has_its_named_controls_and_a_note(
         form = operator.form(page, refs[fmt])
         assert (form.labels(), form.buttons()) == (labels, buttons), fmt
     assert "Approval needed" in page and "deploy.prod" in page and "1.4.2" in page
-    for html in ('<input id="{r}-f0" name="f.0" type="number" step="1" min="1" max="10" required>',
-                 '<select id="{r}-f1" name="f.1">', '<input id="{r}-f4" name="f.4" type="date">',
+    # A required field is marked, and its bounds are shown beside it before any submit.
+    for html in ('<label for="{r}-f0">Nodes <span class="req" aria-hidden="true">*</span>'
+                 '</label>',
+                 '<input id="{r}-f0" name="f.0" type="number" step="1" min="1" max="10" required '
+                 'aria-required="true" aria-describedby="{r}-f0-h">',
+                 '<small class="hint" id="{r}-f0-h">A whole number from 1 to 10</small>',
+                 '<select id="{r}-f1" name="f.1">',
+                 '<input id="{r}-f4" name="f.4" type="date" aria-describedby="{r}-f4-h">',
                  '<legend>Tags</legend>', 'type="checkbox" name="f.3" value="true"'):
         assert html.format(r=refs["form"]) in page
 
@@ -191,7 +197,10 @@ async def test_media_context_work_and_deadline_beside_the_question(
            'The pull request</a>' in page
     assert "The build is green." in page and "<dd>the operator</dd>" in page
     assert 'title="' in page and ">in 2 h</time>" in page
-    assert (await operator.page(f"/inbox/{ref}")).count("Ship this?") == 1
+    # Its own page is headed by the question (and titled with it), not showing it again.
+    one = await operator.page(f"/inbox/{ref}")
+    assert one.count("Ship this?") == 2 and "<title>(1) " in one
+    assert f'<h1 class="asked" id="{ref}-q">Ship this?</h1>' in one
 
 
 async def test_unknown_asks_forged_outcomes_and_foreign_redirects_are_refused(

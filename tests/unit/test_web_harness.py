@@ -118,6 +118,7 @@ class Forms(HTMLParser):
         self._label: tuple[str | None, list[str], list[Control]] | None = None
         self._for: dict[str, str] = {}
         self._text: Control | None = None
+        self._hidden = False
         self.feed(html)
         for form in self.forms:
             for c in form.controls:
@@ -125,6 +126,8 @@ class Forms(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
+        if a.get("aria-hidden") == "true" and tag == "span":
+            self._hidden = True  # not part of an accessible name (a required field's mark)
         if tag == "form":
             self.forms.append(Form(a.get("action", "")))
         elif tag == "label":
@@ -152,10 +155,12 @@ class Forms(HTMLParser):
             self._text.text += data
             if self._text.tag == "textarea":
                 self._text.value += data
-        if self._label is not None:
+        if self._label is not None and not self._hidden:
             self._label[1].append(data)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "span":
+            self._hidden = False
         if tag in ("textarea", "button"):
             if self._text is not None:
                 self._text.text = self._text.text.strip()
