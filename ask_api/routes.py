@@ -60,10 +60,20 @@ def _signed(view: dict[str, Any], receipts: dict[str, str]) -> dict[str, Any]:
     return view
 
 
-def decided(decision: CallDecision) -> web.Response:
+def decided(decision: CallDecision, remembered_for: float | None = None) -> web.Response:
     """A gate's decision on a call or a start, as the contract words it."""
-    body, status = decision_body(decision)
+    body, status = decision_body(decision, remembered_for)
     return web.json_response(body, status=status)
+
+
+# The operator's own clients say which they are; any other answer came through the API (curl).
+CLIENT_HEADER = "X-Aye-Client"
+CLIENTS = ("cli", "tui")
+
+
+def answered_from(request: web.Request) -> str:
+    said = request.headers.get(CLIENT_HEADER, "")
+    return said if said in CLIENTS else "api"
 
 
 class AskApi:
@@ -286,7 +296,8 @@ class AskApi:
             raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
-        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note, surface="cli")
+        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note,
+                                        surface=answered_from(request))
         if not result.taken and is_external(ask) and result.reason == "not_a_responder":
             raise ApiError(403, "not_a_responder", f"refused: only {ask.verifier} answers this "
                            "ask, through its signed door; withdraw it instead")
@@ -326,7 +337,8 @@ class AskApi:
         decision = await self.asks.call(
             caller.agent, body.operation, body.input, work, body.timeout_s, body.callback_url
         )
-        return decided(decision)
+        remembered = self._remembers(decision.ask) if decision.repeat and decision.ask else None
+        return decided(decision, remembered)
 
     async def outcome(self, request: web.Request) -> web.Response:
         """What ran after this agent used an approval: once per use (core.app.outcomes)."""

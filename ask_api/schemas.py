@@ -225,12 +225,20 @@ def bodies() -> Bodies:
     )
 
 
+ONE = {"options": "option", "media": "media item", "ids": "id", "links": "link", "items": "item"}
+
+
+def _agree(noun: str, count: Any) -> str:
+    """`1 item`, `2 items`: the noun as many as the number."""
+    return ONE.get(noun, noun) if count == 1 else noun
+
+
 def words(error: Any) -> str:
     """A pydantic error (its `type`, `ctx`, `loc`) in words a person reads: `needs at least 2
     options`, `must be at most 3000 characters`, `is required`."""
     kind, ctx = str(error["type"]), error.get("ctx") or {}
     loc = [p for p in error["loc"] if isinstance(p, str)]
-    noun = loc[-1] if loc and loc[-1] in ("options", "media") else "items"
+    noun = loc[-1] if loc and loc[-1] in ("options", "media", "ids", "links") else "items"
     fixed = {
         "missing": "is required", "extra_forbidden": "is not a field aye knows",
         "string_type": "must be text", "int_type": "must be a whole number",
@@ -246,9 +254,9 @@ def words(error: Any) -> str:
     if kind in fixed:
         return fixed[kind]
     if kind == "too_short":
-        return f"needs at least {ctx.get('min_length')} {noun}"
+        return f"needs at least {ctx.get('min_length')} {_agree(noun, ctx.get('min_length'))}"
     if kind == "too_long":
-        return f"takes at most {ctx.get('max_length')} {noun}"
+        return f"takes at most {ctx.get('max_length')} {_agree(noun, ctx.get('max_length'))}"
     if kind == "string_too_short":
         low = ctx.get("min_length")
         return "must not be empty" if low == 1 else f"must be at least {low} characters"

@@ -139,7 +139,9 @@ def _entry(entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def decision_body(decision: CallDecision) -> tuple[dict[str, Any], int]:
+def decision_body(
+    decision: CallDecision, remembered_for: float | None = None
+) -> tuple[dict[str, Any], int]:
     """A gate's decision on a call or a start, as the contract words it: the body and its
     HTTP status (POST /v1/calls and /v1/starts send it; MCP's request_approval returns the
     body itself)."""
@@ -154,10 +156,13 @@ def decision_body(decision: CallDecision) -> tuple[dict[str, Any], int]:
         return {"decision": "pending", "ask": ask_view(decision.ask)}, 202
     earlier = decision.ask
     if decision.repeat and earlier is not None:
+        # `remembered_for`: how long its gate remembers a refusal, so the message says until when.
+        until = (iso(earlier.closed_at + remembered_for)
+                 if remembered_for and earlier.closed_at is not None else None)
         return {
             "decision": "refuse", "error": "approval_refused",
             "message": "this exact call was refused; it is not asked again until "
-                       "the refusal is forgotten",
+                       + (until or "the refusal is forgotten"),
             "by": earlier.answered_by, "note": earlier.answer_note, "repeat": True,
             "approval": earlier.id, **({"receipt": decision.receipt} if decision.receipt else {}),
         }, 403

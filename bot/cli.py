@@ -63,7 +63,8 @@ class Client:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(
             self.url + path, data=data, method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
+                     "X-Aye-Client": "cli"},  # an answer is recorded as the CLI's, not curl's
         )
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
@@ -138,8 +139,8 @@ def _failed(status: int, body: Any) -> int:
     field = body.get("field") if isinstance(body, dict) else None
     print(f"aye: {line(message)}" + (f" (field {line(field)})" if field else ""), file=sys.stderr)
     if status == 401:
-        print("aye: set AYE_OPERATOR_TOKEN (or run where `aye serve` keeps its token file)",
-              file=sys.stderr)
+        print("aye: the operator token was refused: AYE_OPERATOR_TOKEN (or the token file's) "
+              "is not this aye's (is AYE_URL the aye it belongs to?)", file=sys.stderr)
     # 503 author_unknown: the approval is refused for now (who opened the work cannot be read).
     code = body.get("error") if isinstance(body, dict) else None
     refused = status in (403, 409, 422) or (status == 503 and code == "author_unknown")

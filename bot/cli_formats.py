@@ -196,9 +196,9 @@ def valid_answers(ask: dict[str, Any]) -> str | None:
         pick = f"{low}" if low == high else f"{low} to {high}"
         return f"{pick} of {numbered}, separated by commas (numbers or texts)"
     if fmt == CONFIRM:
-        return "yes or no"
+        return "yes or no (also y, n, true, false)"
     if fmt == ACK:
-        return "ok"
+        return "ok, continue, yes or true"
     if fmt == FORM:
         return "one line of JSON: " + _example_names(ask)
     return None

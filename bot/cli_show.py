@@ -9,6 +9,7 @@ from typing import Any
 
 from bot import cli_formats
 from bot.cli_text import block, joined, line, relative, when
+from core.domain.rules import REASONS
 
 START = "human.start"  # the operation a start's approval is recorded as
 HASHES = ("input_sha256", "call_sha256")
@@ -21,7 +22,8 @@ def show(ask: dict[str, Any]) -> None:
     print("history:")
     for entry in ask.get("history", []):
         extra = ", ".join(
-            f"{line(k)} {joined(v)}" for k, v in entry.items() if k not in ("at", "event")
+            f"because {line(REASONS.get(str(v), str(v)))}" if k == "why" else f"{line(k)} {joined(v)}"
+            for k, v in entry.items() if k not in ("at", "event")
         )
         print(f"  {line(entry.get('at'))}  {line(entry.get('event'))}"
               + (f"  ({extra})" if extra else ""))

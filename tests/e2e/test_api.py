@@ -150,7 +150,8 @@ async def test_refusals_are_recorded(aye: Aye) -> None:
     events = [(e["event"], e.get("why")) for e in view["history"]]
     assert events == [("created", None), ("refused", "invalid_answer"), ("answered", None),
                       ("late", "answered")]
-    assert view["answered_by"] == "operator:local" and view["surface"] == "cli"
+    # Answered over the API (as curl would): recorded as the API's, not the CLI's.
+    assert view["answered_by"] == "operator:local" and view["surface"] == "api"
     assert view["responders"] == ["operator:local"]
     assert view["answer"]["value"] == "go"
 

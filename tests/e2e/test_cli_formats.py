@@ -122,7 +122,7 @@ async def test_the_hint_after_a_misfit_says_what_each_format_takes(
         "aye: valid answers: 1 to 2 of 1. red, 2. blue, separated by commas (numbers or texts)",
         'aye: valid answers: one line of JSON: {"region": …, "count": …, "contact": …, '
         '"tags": …, "urgent": …} (required: region, count)',
-        "aye: valid answers: ok",
+        "aye: valid answers: ok, continue, yes or true",
     ]
 
 

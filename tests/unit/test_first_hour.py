@@ -4,14 +4,19 @@ Slack button is danger-styled with a confirm dialog (checked by slack_sdk's own 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ask_api import schemas
+from bot import app
 from bot.config import ConfigError, load_config
+from bot.settings import Settings
 from core.domain import formats
 from handlers.slack import blocks, buttons
+from handlers.slack.library_logs import TOKEN_UNUSED, library_logger
 from tests import builders
 from tests.fake_slack import block_problems
 
@@ -100,3 +105,50 @@ def test_an_ordinary_approval_keeps_its_colours_and_asks_nothing() -> None:
     found = _buttons(builders.approval(id=ASK_ID))
     assert _shown(found) == [("Approve", "primary", False), ("Refuse", "danger", False)]
     assert buttons.affirmative(found[0]) and not buttons.affirmative(found[1])
+
+
+# -- wording ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    ({"type": "too_short", "ctx": {"min_length": 1}, "loc": ("ids",)}, "needs at least 1 id"),
+    ({"type": "too_short", "ctx": {"min_length": 2}, "loc": ("options",)}, "needs at least 2 options"),
+    ({"type": "too_long", "ctx": {"max_length": 1}, "loc": ("links",)}, "takes at most 1 link"),
+    ({"type": "too_short", "ctx": {"min_length": 1}, "loc": ("thing",)}, "needs at least 1 item"),
+])
+def test_a_count_and_its_noun_agree(error: dict[str, Any], said: str) -> None:
+    assert schemas.words(error) == said
+
+
+def test_the_start_up_lines_say_where_things_are_and_warn_of_a_silent_slack(tmp_path: Path) -> None:
+    config_path = tmp_path / "aye.toml"
+    config_path.write_text('[defaults]\nresponders = ["operator:local"]\n')
+    env = {"AYE_CONFIG": str(config_path), "AYE_PORT": "18080"}
+    settings = Settings.from_env(env)
+    assert app.where(settings, 18080) == [
+        f"config {config_path.resolve()}", "inbox http://127.0.0.1:18080/inbox",
+        "mcp http://127.0.0.1:18080/mcp (agents: see the README's MCP section)"]
+    config = load_config(config_path)
+    assert app.slack_warning(settings, config) == []  # Slack off: nothing to warn of
+    slack_on = Settings.from_env({**env, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    assert app.slack_warning(slack_on, config) == [
+        "warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
+        "[[people]] id): Slack will show nothing"]
+    config_path.write_text(ADA + '[[gates]]\noperations = ["a."]\nresponders = ["person:ada"]\n')
+    assert app.slack_warning(slack_on, load_config(config_path)) == []
+    missing = Settings.from_env({"AYE_CONFIG": str(tmp_path / "none.toml")})
+    assert app.where(missing, 8080)[0] == (
+        f"no config file at {(tmp_path / 'none.toml').resolve()}; using the defaults")
+
+
+async def test_bolt_says_nothing_of_the_token_it_does_not_use(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from slack_bolt.async_app import AsyncApp
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-not-used")
+    with caplog.at_level(logging.WARNING, logger="slack_bolt"):
+        AsyncApp(client=AsyncWebClient(token="xoxb-used"), logger=library_logger())
+    assert [r.getMessage() for r in caplog.records] == []
+    assert TOKEN_UNUSED == "As you gave `client` as well, `token` will be unused."
