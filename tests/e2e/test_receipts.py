@@ -83,7 +83,8 @@ async def test_an_allow_carries_a_receipt_that_verifies_elsewhere_and_not_when_c
     assert claims["input_sha256"] == hashlib.sha256(rfc8785.dumps(INPUT)).hexdigest()
     assert (claims["input_sha256"], claims["call_sha256"]) == (
         view["input_sha256"], view["call_sha256"])
-    assert [(a["by"], a["surface"]) for a in claims["approvers"]] == [("operator:local", "cli")]
+    # Approved over the API (the test's operator client, not the CLI): surface api.
+    assert [(a["by"], a["surface"]) for a in claims["approvers"]] == [("operator:local", "api")]
     assert claims["exp"] == claims["iat"] + 3600
     # One byte changed, in the payload or in the signature: it no longer verifies.
     payload_at = allowed["receipt"].index(".") + 5
