@@ -34,7 +34,11 @@ FORM = {"type": "object", "required": ["nodes"], "properties": {
 }}
 
 
-DEPLOY_GATE = Gate.model_validate({"operations": ["deploy."], "approvals": 2, "timeout": "2h"})
+# Two approvers who can both be reached (a quorum of two the operator alone could never give
+# stops aye serve), and a destructive operation whose Approve asks to confirm.
+DEPLOY_GATE = Gate.model_validate({"operations": ["deploy."], "approvals": 2, "timeout": "2h",
+                                   "responders": ["operator:local", "email:ada@example.com"]})
+DROP_GATE = Gate.model_validate({"operations": ["db.drop"], "danger": True, "timeout": "1h"})
 
 
 async def _asks(asks: Service) -> None:
@@ -51,6 +55,7 @@ async def _asks(asks: Service) -> None:
     call = await asks.call(deploy, "deploy.prod", {"version": "1.4.2", "canary": 0.1}, None)
     if call.ask is not None:
         await asks.answer(call.ask, OPERATOR, "approve", surface="web")
+    await asks.call(deploy, "db.drop", {"database": "staging-eu"}, None)
     await asks.create_question(triage, NewAsk("Spend $40 on a GPU tonight?", ["yes", "no"]))
 
 
@@ -79,7 +84,7 @@ async def main(out: Path) -> None:
     with tempfile.TemporaryDirectory() as folder:
         store = Store(f"sqlite+aiosqlite:///{folder}/aye.db")
         await store.open()
-        asks = Service(Parts.build(store, Defaults(), [DEPLOY_GATE]))
+        asks = Service(Parts.build(store, Defaults(), [DEPLOY_GATE, DROP_GATE]))
         token = secrets.token_urlsafe(24)
         app = web.Application()
         setup(app, asks, lambda given: secrets.compare_digest(given, token), False, secrets.token_bytes(32))

@@ -25,7 +25,8 @@ def test_version_and_serve_help() -> None:
     helped = aye("serve", "--help")
     assert helped.returncode == 0
     for name in ("--host", "--port", "AYE_CONFIG", "AYE_DATABASE_URL", "AYE_OPERATOR_TOKEN",
-                 "SLACK_BOT_TOKEN", "GITHUB_WEBHOOK_SECRET", ".env"):
+                 "SLACK_BOT_TOKEN", "GITHUB_WEBHOOK_SECRET", ".env", "AYE_PUBLIC_URL",
+                 "AYE_LOG_FORMAT", "AYE_LOG_LEVEL"):
         assert name in helped.stdout
 
 

@@ -1,4 +1,5 @@
-"""The README's Python client example runs as printed, against a real aye."""
+"""The README's Python client example runs as printed, with the gate printed beside it, against
+a real aye: the gated deploy waits for a person's approval, the ungated migration does not."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -16,15 +18,31 @@ from tests.e2e.test_process import Api, Server, base_env, free_port, stop
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_client_example() -> str:
+def readme_client_example() -> tuple[str, str]:
+    """The Python client section's config (its first TOML block) and its example."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("### The Python client"):]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    config = re.search(r"```toml\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    return config, code
 
 
-async def test_the_readme_client_example_runs_as_printed(tmp_path: Path) -> None:
+async def open_asks(api: Api, token: str, kind: str) -> list[dict[str, Any]]:
+    """The open asks of `kind`, once there is one."""
+    for _ in range(500):
+        status, page = await api.call("GET", "/v1/asks?status=open", token=token)
+        found = [a for a in page["asks"] if a["kind"] == kind] if status == 200 else []
+        if found:
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no open {kind}")
+
+
+async def test_the_readme_client_example_runs_as_printed_with_its_config(tmp_path: Path) -> None:
+    config, code = readme_client_example()
     port = free_port()
     env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
+    (tmp_path / "aye.toml").write_text(config)  # base_env's AYE_CONFIG names this file
     log = tmp_path / "serve.log"
     with log.open("wb") as out:  # generated tokens, as the README's first command
         proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
@@ -42,24 +60,28 @@ async def test_the_readme_client_example_runs_as_printed(tmp_path: Path) -> None
                         pass
                 await asyncio.sleep(0.02)
             operator = json.loads((tmp_path / "aye-tokens.json").read_text())["operator"]
-            (tmp_path / "example.py").write_text(readme_client_example().replace("8080", str(port)))
+            (tmp_path / "example.py").write_text(code.replace("8080", str(port)))
             example = await asyncio.create_subprocess_exec(
                 sys.executable, "example.py", cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
             )
-            for _ in range(500):
-                status, page = await api.call("GET", "/v1/asks?status=open", token=operator)
-                if status == 200 and page["asks"]:
-                    break
-                await asyncio.sleep(0.02)
-            ref = page["asks"][0]["ref"]
+            ref = (await open_asks(api, operator, "question"))[0]["ref"]
             assert (await api.call("POST", f"/v1/asks/{ref}/answer", token=operator,
                                    json={"answer": "yes"}))[0] == 200
+            # The gate printed beside the example: the deploy waits for a person.
+            approvals = await open_asks(api, operator, "approval")
+            assert [a["operation"] for a in approvals] == ["deploy.prod"]
+            assert (await api.call("POST", f"/v1/asks/{approvals[0]['ref']}/answer",
+                                   token=operator, json={"answer": "approve"}))[0] == 200
             out, err = await asyncio.wait_for(example.communicate(), 30)
+            # db.migrate, which no gate names, was allowed without an ask.
+            _, every = await api.call("GET", "/v1/asks", token=operator)
+            assert sorted(a["kind"] for a in every["asks"]) == ["approval", "question"]
         assert example.returncode == 0, err.decode()
         assert out.decode().splitlines() == [
             "GPU: yes", "deploying 1.4.2", "migrating to 0042"
         ]
+        assert f"config {tmp_path / 'aye.toml'}" in log.read_text()
     finally:
         stop(server)
 
@@ -99,5 +121,57 @@ async def test_the_readme_external_answers_example_runs_as_printed(tmp_path: Pat
         logged = server.output()
         assert "docsign-secret" not in logged, logged
         assert not re.search(r"/v1/external/[^{]", logged), logged
+    finally:
+        stop(server)
+
+
+def readme_mcp_json_snippet() -> str:
+    """The MCP section's shell snippet that writes a project's `.mcp.json`."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## MCP: aye in an agent's toolbelt"):]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    return next(b for b in blocks if "cat > .mcp.json" in b)
+
+
+async def test_the_readme_mcp_json_snippet_works_from_a_client_in_another_folder(
+    tmp_path: Path
+) -> None:
+    """Pasted in aye's folder, the snippet names aye and its store by full paths: an MCP client
+    starting `aye mcp` from elsewhere finds the generated agent token and asks as that agent."""
+    from mcp import Client, StdioServerParameters
+
+    from tests.e2e.test_mcp_http import result
+
+    clone, elsewhere = tmp_path / "clone", tmp_path / "elsewhere"
+    clone.mkdir()
+    elsewhere.mkdir()
+    subprocess.run(["bash", "-c", readme_mcp_json_snippet()], cwd=clone, check=True,
+                   env={"PATH": "/usr/bin:/bin", "PWD": str(clone)})
+    server_def = json.loads((clone / ".mcp.json").read_text())["mcpServers"]["aye"]
+    assert server_def["command"] == f"{clone}/.venv/bin/aye" and server_def["args"] == ["mcp"]
+    port = free_port()
+    env = base_env(clone, server_def["env"]["AYE_DATABASE_URL"], AYE_PORT=str(port))
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=clone, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = Server(proc, f"http://127.0.0.1:{port}", clone / "serve.log")
+    try:
+        async with aiohttp.ClientSession() as session:
+            api = Api(session, server.url)
+            for _ in range(500):  # up, with its generated tokens written
+                try:
+                    if (clone / "aye-tokens.json").exists() and (
+                            await api.call("GET", "/healthz"))[0] == 200:
+                        break
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.02)
+        # This checkout's aye stands in for the clone's .venv/bin/aye; the env is the snippet's.
+        mcp_env = {"PATH": "/usr/bin:/bin", **server_def["env"],
+                   "AYE_URL": server.url, "PYTHONPATH": str(ROOT)}
+        params = StdioServerParameters(command=sys.executable, args=["-m", "bot", "mcp"],
+                                       env=mcp_env, cwd=str(elsewhere))
+        async with Client(params) as client:
+            asked = result(await client.call_tool("ask", {"question": "Ship it?", "wait_s": 0}))
+        assert asked["status"] == "open" and asked["question"] == "Ship it?"
     finally:
         stop(server)
