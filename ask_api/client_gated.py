@@ -71,8 +71,10 @@ class Gated:
         try:
             await asyncio.wait_for(self.client.report(approval, outcome, detail),
                                    REPORT_TIMEOUT_S)
-        except (AyeError, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("aye: could not report %s for approval %s: %s", outcome, approval, exc)
+        except (AyeError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            # Not even an aye that answers in JSON: say so, and let the block's own result be.
+            log.warning("aye: could not report %s for approval %s: %s", outcome, approval,
+                        type(exc).__name__)
 
     def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         if not inspect.iscoroutinefunction(func):

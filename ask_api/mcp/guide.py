@@ -105,6 +105,8 @@ ASK_FIELDS = {
            "same arguments returns the same ask instead of asking twice.",
     "sensitive": "true when the answer is secret: it is never logged or shown anywhere, and is "
                  "erased once you have read it.",
+    "danger": "true when the affirmative answer is destructive: people must confirm it (a "
+              "red button with a confirmation step).",
     "callback_url": CALLBACK_URL,
     "wait_s": WAIT_S,
 }

@@ -571,6 +571,8 @@ async def test_github_answer_approves_a_gated_call(
     woke = await asyncio.wait_for(waiting, 5)
     assert woke["outcome"] == "approved"
     resp = await hub.aye.client.post("/v1/calls", json=body, headers=headers)
-    assert (await resp.json()) == {"decision": "allow", "approval": ask["id"]}
+    allowed = await resp.json()
+    assert allowed.pop("receipt").count(".") == 2  # signed (tests/e2e/test_receipts.py)
+    assert allowed == {"decision": "allow", "approval": ask["id"]}
     view = await hub.aye.get(ask["id"], operator=True)
     assert view["answered_by"] == "github:octocat" and view["answer"]["note"] == "Ship it."

@@ -248,6 +248,7 @@ async def test_an_approval_is_waited_on_and_used_and_the_next_call_asks_again(
         assert ask["kind"] == "approval" and ask["input"] == {"version": "1.4.2"}
         assert (await aye.answer(ask["ref"], "approve"))[0] == 200
         allowed = result(await asyncio.wait_for(approving, 10))
+        assert allowed.pop("receipt").count(".") == 2  # signed (tests/e2e/test_receipts.py)
         assert allowed == {"decision": "allow", "approval": ask["id"]}
         # The allow was used: the same call again asks a person again.
         again = result(await client.call_tool("request_approval", {**call, "wait_s": 0}))
@@ -267,6 +268,7 @@ async def test_a_pending_approval_is_waited_on_then_used_by_the_same_call(start_
         approved = result(await client.call_tool("wait", {"ref": ref}))
         assert approved["outcome"] == "approved"
         allowed = result(await client.call_tool("request_approval", call))
+    assert allowed.pop("receipt").count(".") == 2
     assert allowed == {"decision": "allow", "approval": pending["ask"]["id"]}
 
 

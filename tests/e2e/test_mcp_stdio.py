@@ -160,8 +160,9 @@ async def test_an_approval_is_used_once_and_a_refusal_says_who_and_why(
         approving = asyncio.create_task(client.call_tool("request_approval", {**call, "wait_s": 60}))
         ask = await operator.the_open_ask()
         await operator.answer(ask["ref"], "approve")
-        assert result(await asyncio.wait_for(approving, 15)) == {"decision": "allow",
-                                                                  "approval": ask["id"]}
+        allowed = result(await asyncio.wait_for(approving, 15))
+        assert allowed.pop("receipt").count(".") == 2  # signed (tests/e2e/test_receipts.py)
+        assert allowed == {"decision": "allow", "approval": ask["id"]}
         # Used: the same call again asks again, and this time it is refused.
         refusing = asyncio.create_task(client.call_tool("request_approval", {**call, "wait_s": 60}))
         second = await operator.the_open_ask()

@@ -19,7 +19,7 @@ from joserfc.jwk import KeySet
 
 from ask_api.client import ApprovalRefused, BadReceipt, connect, verify_receipt
 from bot.config import Config
-from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye
+from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye, eventually
 
 pytestmark = pytest.mark.filterwarnings("ignore:EdDSA is deprecated")  # joserfc on RFC 9864
 INPUT = {"version": "1.4.2", "replicas": 3}
@@ -165,9 +165,11 @@ async def test_the_client_exposes_the_receipt_and_reports_what_ran(
     aye = await start_aye(database_url, gates(remember_refusal="1h"))
     async with connect(aye.url, AGENT_TOKEN) as client:
         async def answer_when_asked(answer: str) -> None:
-            while not (opened := await open_approvals(aye)):
-                await asyncio.sleep(0.01)
-            await aye.answer(opened[0], answer)
+            async def asked() -> bool:
+                return bool(await open_approvals(aye))
+
+            await eventually(asked)
+            await aye.answer((await open_approvals(aye))[0], answer)
 
         answering = asyncio.create_task(answer_when_asked("approve"))
         async with client.gated("deploy.prod", INPUT, WORK) as grant:
