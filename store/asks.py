@@ -39,8 +39,16 @@ COLUMN_DEFAULTS: dict[str, Any] = {
 }
 
 
+# The fields set of a whole row, shared by every whole row read: pydantic's own is a set of
+# ~60 names (2 KB) a row, and a parked wait holds its row (bench/). Pydantic adds a name to it
+# only when that field is assigned, and every name is in it already.
+_WHOLE_ROW = set(AskRow.model_fields)
+
+
 def _row(mapping: Any) -> AskRow:
-    return AskRow.model_construct(**dict(mapping))
+    values = dict(mapping)
+    whole = _WHOLE_ROW if len(values) == len(_WHOLE_ROW) and _WHOLE_ROW.issuperset(values) else None
+    return AskRow.model_construct(whole, **values)
 
 
 async def _one(conn: Conn, query: Any) -> AskRow | None:

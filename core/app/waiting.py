@@ -33,7 +33,9 @@ async def wait(parts: Parts, rows: list[AskRow], timeout: float, until_all: bool
         with contextlib.ExitStack() as watching:
             woken = [watching.enter_context(parts.signals.waiters.watch(i)) for i in {r.id for r in rows}]
             # Read again under watch: a change between the last read and now is not missed.
-            current = await reread(parts, rows)
+            # An unchanged row stays the caller's: one copy of it a parked wait (bench/).
+            current = [row if fresh == row else fresh
+                       for row, fresh in zip(rows, await reread(parts, rows), strict=True)]
             if _settled(current, until_all):
                 break
             done, _ = await asyncio.wait(woken, timeout=remaining,
