@@ -226,8 +226,12 @@ class Server:
             '[[agents]]\nname = "default"\ntoken_env = "AYE_BENCH_AGENT_TOKEN"\n'
             "max_open = 1000000\nasks_per_minute = 1000000\n" + self.extra_config
         )
+        # What a user's `aye serve` does by default: none of the AYE_* settings (log level and
+        # format among them) of the shell that runs the bench, and no .env of the repo's (the
+        # server reads one from its working folder): the code comes through PYTHONPATH.
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if not k.startswith("AYE_")},
+            "PYTHONPATH": str(ROOT),
             "AYE_DATABASE_URL": self.database_url,
             "AYE_OPERATOR_TOKEN": self.operator,
             "AYE_BENCH_AGENT_TOKEN": self.agent,
@@ -242,7 +246,8 @@ class Server:
         python = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
         with self.log_path.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(python), *self.command], cwd=ROOT, env=env, stdout=out,
+                [str(python), *(str(ROOT / c) if c.endswith(".py") else c for c in self.command)],
+                cwd=self.workdir, env=env, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=server_preexec,
             )
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
