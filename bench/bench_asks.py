@@ -681,6 +681,8 @@ ASK_BASE: dict[str, Any] = {
     "verifier": None, "ticket_hash": None, "delivery_digest": None,
     # Since step-up (migration 0011).
     "sign_in_within": None,
+    # Since what ran after an approval and destructive asks.
+    "run_outcome": None, "run_detail": None, "run_at": None, "danger": None,
 }
 # History rows loaded in bulk take no place in the audit chain (migration 0012): the chain the
 # server appends goes on from its own head, and these rows are not what the bench measures.
