@@ -97,6 +97,7 @@ class AgentAskBase(Shown):
     created_at: Time
     sensitive: bool
     answer: Answer | None
+    danger: Literal[True] = sometimes("destructive: its affirmative answer asks to confirm")
     form_schema: dict[str, Any] = sometimes("a form's JSON Schema", alias="schema")
     min: int = sometimes("a multi's least picks")
     max: int = sometimes("a multi's most picks")
