@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
+import multiprocessing
 import random
 import resource
 import secrets
@@ -24,7 +26,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import bench_asks
 from bench_asks import (
+    MAX_WAIT_S,
     Api,
     Results,
     Server,
@@ -139,46 +143,110 @@ class SoakRound:
     answer_s: float
 
 
+class Parker:
+    """A child process holding one replica's parked waits: one process cannot hold 30,000
+    sockets under this machine's open-files limit (20,000). It parks a wait on each ask,
+    says so by creating `ready`, and once every wait has returned writes one line a wait
+    (id, the monotonic time it returned, its status or the failure) to `out`."""
+
+    def __init__(self, server: Server, ids: list[str], work: Path, k: int) -> None:
+        self.ids, self.ready, self.out = ids, work / f"parked-{k}", work / f"woken-{k}.json"
+        self.ready.unlink(missing_ok=True)
+        self.out.unlink(missing_ok=True)
+        args = (server.url, server.agent, server.operator, ids, str(self.ready), str(self.out))
+        self.proc = multiprocessing.get_context("spawn").Process(target=park_child, args=args)
+        self.proc.start()
+
+    async def parked(self, limit_s: float = 600) -> None:
+        end = time.monotonic() + limit_s
+        while not self.ready.exists():
+            if time.monotonic() > end or not self.proc.is_alive():
+                raise RuntimeError("a parking process did not park its waits")
+            await asyncio.sleep(0.2)
+
+    async def results(self, limit_s: float) -> dict[str, tuple[float, str]]:
+        await asyncio.to_thread(self.proc.join, limit_s)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        if not self.out.exists():
+            return {}
+        return {i: (at, status) for i, at, status in json.loads(self.out.read_text())}
+
+
+def park_child(url: str, agent: str, operator: str, ids: list[str], ready: str, out: str) -> None:
+    bench_asks.raise_nofile()
+    asyncio.run(_park_child(url, agent, operator, ids, Path(ready), Path(out)))
+
+
+async def _park_child(url: str, agent: str, operator: str, ids: list[str], ready: Path,
+                      out: Path) -> None:
+    server = Server("", Path(tempfile.gettempdir()), operator, agent)
+    server.port = int(url.rsplit(":", 1)[1])
+    done_at: dict[str, float] = {}
+    statuses: dict[str, str] = {}
+    async with api_for(server) as api, many_sockets() as session:
+        tasks = await park(api, session, ids, done_at, statuses)
+        ready.touch()  # every request is on its way: the server's settle says when all are in
+        await asyncio.wait(tasks, timeout=MAX_WAIT_S + 30)
+        rows = []
+        for ask_id, task in zip(ids, tasks, strict=True):
+            failure = (None if not task.done() else "cancelled" if task.cancelled()
+                       else type(task.exception()).__name__ if task.exception() else None)
+            if ask_id in done_at:
+                rows.append((ask_id, done_at[ask_id], statuses[ask_id]))
+            else:
+                rows.append((ask_id, 0.0, failure or "never returned"))
+        await cancel_all(tasks)
+    out.write_text(json.dumps(rows))
+
+
+async def settled(server: Server, waits: int, limit_s: float = 600) -> None:
+    """The server holds a socket for each of `waits` and its CPU has gone quiet for a second."""
+    start, last, quiet = time.monotonic(), server.cpu_seconds(), 0
+    while time.monotonic() - start < limit_s and quiet < 4:
+        await asyncio.sleep(0.25)
+        now = server.cpu_seconds()
+        busy, last = now - last, now
+        quiet = quiet + 1 if busy <= 0.03 and bench_asks._open_fds(server.pid) >= waits else 0
+
+
 async def soak_round(url: str, servers: Sequence[Server], api: Sequence[Api], waits: int,
-                     per_s: float) -> SoakRound:
+                     per_s: float, work: Path) -> SoakRound:
     """`waits` open asks loaded into the store, a wait parked on each (spread over the
-    replicas), then each answered at `per_s` on another replica than the one it waits on."""
+    replicas, each replica's held by a process of its own), then each answered at `per_s` on
+    another replica than the one it waits on."""
     loaded = await load_pg(url, waits, "open")
     ids = loaded.ids
     n = len(servers)
-    done_at: dict[str, float] = {}
-    statuses: dict[str, str] = {}
+    t0 = time.monotonic()
+    parkers = [Parker(servers[k], ids[k::n], work, k) for k in range(n)]
+    for parker in parkers:
+        await parker.parked()
+    await asyncio.gather(*(settled(s, len(p.ids)) for s, p in zip(servers, parkers, strict=True)))
+    park_s = time.monotonic() - t0
+    parked_rss = [s.memory_kb().get("VmRSS", 0) for s in servers]
+    by_replica = {i: k for k in range(n) for i in ids[k::n]}
     sent_at: dict[str, float] = {}
-    async with many_sockets() as session:
-        t0 = time.perf_counter()
-        parked = [await park(api[k], session, ids[k::n], done_at, statuses) for k in range(n)]
-        tasks = [t for some in parked for t in some]
-        await asyncio.gather(*(s.settle(some) for s, some in zip(servers, parked, strict=True)))
-        park_s = time.perf_counter() - t0
-        parked_rss = [s.memory_kb().get("VmRSS", 0) for s in servers]
-        if done_at:
-            raise RuntimeError(f"{len(done_at)} waits returned before any answer")
-        by_replica = {i: k for k in range(n) for i in ids[k::n]}
-        shuffled = random.sample(ids, len(ids))
-        answers, late = [], 0
-        start = time.perf_counter()
-        for j, ask_id in enumerate(shuffled):
-            due = start + j / per_s
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            elif delay < -0.01:
-                late += 1
-            sent_at[ask_id] = time.perf_counter()
-            other = api[(by_replica[ask_id] + 1) % n]
-            answers.append(asyncio.create_task(other.answer(ask_id)))
-        answer_s = time.perf_counter() - start
-        await asyncio.wait(tasks, timeout=60)
-        await asyncio.gather(*answers, return_exceptions=True)
-        lost = sum(1 for t in tasks if not t.done() or t.cancelled() or t.exception())
-        await cancel_all(tasks)
-    wake = [done_at[i] - sent_at[i] for i in ids if i in done_at]
-    wrong = sum(1 for s in statuses.values() if s != "answered")
+    answers, late = [], 0
+    start = time.monotonic()
+    for j, ask_id in enumerate(random.sample(ids, len(ids))):
+        delay = start + j / per_s - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        elif delay < -0.01:
+            late += 1
+        sent_at[ask_id] = time.monotonic()
+        other = api[(by_replica[ask_id] + 1) % n]
+        answers.append(asyncio.create_task(other.answer(ask_id)))
+    answer_s = time.monotonic() - start
+    await asyncio.gather(*answers, return_exceptions=True)
+    found: dict[str, tuple[float, str]] = {}
+    for parker in parkers:
+        found.update(await parker.results(MAX_WAIT_S + 60))
+    lost = sum(1 for i in ids if i not in found or found[i][0] == 0.0)
+    wrong = sum(1 for i in ids if i in found and found[i][0] and found[i][1] != "answered")
+    wake = [found[i][0] - sent_at[i] for i in ids if i in found and found[i][0]]
     await asyncio.gather(*(s.settle() for s in servers))
     rss = [s.memory_kb().get("VmRSS", 0) for s in servers]
     return SoakRound(wake, lost, wrong, late, rss, parked_rss, park_s, answer_s)
@@ -212,7 +280,7 @@ async def run(args: argparse.Namespace) -> int:
                     log(f"soak round {r + 1}: {counts.soak_waits:,} waits over "
                         f"{counts.processes} processes, answers at {counts.answers_per_s:g}/s")
                     rounds.append(await soak_round(args.pg_url, servers, api, counts.soak_waits,
-                                                   counts.answers_per_s))
+                                                   counts.answers_per_s, work))
                     log(f"  parked in {rounds[-1].park_s:.1f}s, answered in {rounds[-1].answer_s:.1f}s")
             for s in servers:
                 lines += s.errors()
