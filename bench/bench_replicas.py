@@ -141,6 +141,8 @@ class SoakRound:
     parked_rss_kb: list[int]
     park_s: float
     answer_s: float
+    answers_failed: int
+    answered_per_s: float  # what the replicas got through: all answers / until the last returned
 
 
 class Parker:
@@ -240,7 +242,9 @@ async def soak_round(url: str, servers: Sequence[Server], api: Sequence[Api], wa
         other = api[(by_replica[ask_id] + 1) % n]
         answers.append(asyncio.create_task(other.answer(ask_id)))
     answer_s = time.monotonic() - start
-    await asyncio.gather(*answers, return_exceptions=True)
+    outcomes = await asyncio.gather(*answers, return_exceptions=True)
+    failed = sum(1 for o in outcomes if isinstance(o, BaseException))
+    served_s = time.monotonic() - start  # until the last answer request returned
     found: dict[str, tuple[float, str]] = {}
     for parker in parkers:
         found.update(await parker.results(MAX_WAIT_S + 60))
@@ -249,7 +253,8 @@ async def soak_round(url: str, servers: Sequence[Server], api: Sequence[Api], wa
     wake = [found[i][0] - sent_at[i] for i in ids if i in found and found[i][0]]
     await asyncio.gather(*(s.settle() for s in servers))
     rss = [s.memory_kb().get("VmRSS", 0) for s in servers]
-    return SoakRound(wake, lost, wrong, late, rss, parked_rss, park_s, answer_s)
+    return SoakRound(wake, lost, wrong, late, rss, parked_rss, park_s, answer_s, failed,
+                     len(ids) / served_s)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -297,13 +302,15 @@ def fill_soak(results: Results, counts: Counts, rounds: list[SoakRound]) -> None
         wake = one.wake
         p99 = percentile(wake, 99) * 1000 if wake else float("inf")
         label = f"soak round {r}: {counts.soak_waits:,} waits, {counts.processes} processes"
-        results.add(f"{label}, lost / wrong", f"{one.lost} / {one.wrong}", "0 / 0",
+        results.add(f"{label}, lost / not answered", f"{one.lost} / {one.wrong}", "0 / 0",
                     one.lost == 0 and one.wrong == 0)
         results.add(f"  wake p50 / p99 (answers at {counts.answers_per_s:g}/s, cross-replica)",
                     f"{fmt_ms(percentile(wake, 50))} / {fmt_ms(percentile(wake, 99))}",
                     f"p99 <= {TARGET_SOAK_P99_MS:g} ms", p99 <= TARGET_SOAK_P99_MS)
-        results.add("  answers sent over 10 ms late / answering took",
+        results.add("  answers sent over 10 ms late / sending took",
                     f"{one.late_sends} / {one.answer_s:.1f} s")
+        results.add("  answer requests failed / answers served per second in all",
+                    f"{one.answers_failed} / {one.answered_per_s:.0f}/s")
         results.add("  RSS per process, parked / after (MB)",
                     " ".join(f"{p // 1024}/{a // 1024}" for p, a in
                              zip(one.parked_rss_kb, one.rss_kb, strict=True)))
