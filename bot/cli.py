@@ -13,6 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -351,8 +352,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from bot.cli_keys import cmd_rotate
 
         return cmd_rotate()
+    return _on_server(lambda client: COMMANDS[args.command](client, args))
+
+
+def _on_server(command: Callable[[Client], int]) -> int:
+    """A command on the server at AYE_URL with the operator token: exit 3 when it cannot be
+    reached, 2 when the URL or the token is wrong, with one line saying which."""
     try:
-        return COMMANDS[args.command](_client(), args)
+        return command(_client())
     except Unreachable as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -364,28 +371,17 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _tui() -> int:
     """`aye tui`: the URL and the operator token checked as for every command (exit 3, 2),
     then the inbox until `q`."""
-    try:
-        client = _client()
-    except Unreachable as exc:
-        print(f"aye: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except BadSetup as exc:
-        print(f"aye: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from bot.tui import run  # Textual, loaded for this command only
 
-    return run(client.url, client.token)
+    def inbox(client: Client) -> int:
+        from bot.tui import run  # Textual, loaded for this command only
+
+        return run(client.url, client.token)
+
+    return _on_server(inbox)
 
 
 def _watch() -> int:
-    try:
-        return cli_watch.cmd_watch(_client(), Unreachable)
-    except Unreachable as exc:
-        print(f"aye: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
-    except BadSetup as exc:
-        print(f"aye: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    return _on_server(lambda client: cli_watch.cmd_watch(client, Unreachable))
 
 
 if __name__ == "__main__":
