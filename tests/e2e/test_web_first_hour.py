@@ -88,7 +88,10 @@ async def test_by_keyboard_alone_at_360_px(
     refs = await every_format(aye)
     page = await (await browser.new_context(viewport={"width": 360, "height": 740})).new_page()
     await page.goto(aye.url + "/inbox")
-    await page.keyboard.type(OPERATOR_TOKEN)  # the token field has focus on arrival
+    # The token field has focus on arrival (autofocus): wait until it has, then type, as a
+    # person does (a loaded machine may apply autofocus after the load event).
+    await expect(page.locator("#token")).to_be_focused()
+    await page.keyboard.type(OPERATOR_TOKEN)
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="Open asks")).to_be_visible()
     for path in ("/inbox", f"/inbox/{refs['approval']}", f"/inbox/{refs['form']}"):
