@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,11 @@ from core.domain import answering, rules
 from core.domain.logline import emit
 from core.domain.responders import Responder, admitted
 from store import asks as q
+from store.db import Conn
 from store.models import AskRow
+
+# A page of candidate asks from the store: (connection, how many, before which seq).
+Candidates = Callable[[Conn, int, int | None], Awaitable[list[AskRow]]]
 
 log = logging.getLogger("aye.asks")
 
@@ -220,12 +225,25 @@ async def page_for(
     finds the asks naming any identity of their person (or its bare kind); each is then checked
     exactly. A short page is read on until full or the asks run out."""
     names = _names(parts, who)
+
+    async def candidates(conn: Conn, size: int, before: int | None) -> list[AskRow]:
+        return await q.page_naming(conn, names, status, size, before)
+
+    return await checked_page(parts, candidates, who, limit, cursor)
+
+
+async def checked_page(
+    parts: Parts, candidates: Candidates, who: Responder | None, limit: int, cursor: int | None
+) -> tuple[list[AskRow], int | None]:
+    """A page of `candidates` (the store's, newest first) that `who` may answer (all of them
+    for the operator, None), and the next page's cursor: a page short of checked asks is read
+    on until it is full or the candidates run out."""
     found: list[AskRow] = []
     before = cursor
     while len(found) <= limit:
         async with parts.store.read() as conn:
-            rows = await q.page_naming(conn, names, status, limit + 1, before)
-        found += [row for row in rows if may_answer(parts, row, who)]
+            rows = await candidates(conn, limit + 1, before)
+        found += [row for row in rows if who is None or may_answer(parts, row, who)]
         if len(rows) <= limit:
             break
         before = rows[-1].seq

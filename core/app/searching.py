@@ -9,6 +9,7 @@ from core.app.parts import Parts
 from core.domain import rules
 from core.domain.responders import Responder
 from store import search as q
+from store.db import Conn
 from store.models import AskRow
 
 # A person's open asks are counted one by one (each checked exactly): past this, "N+".
@@ -35,15 +36,8 @@ async def search(
     words = words.strip()[:MAX_WORDS]
     ref = rules.parse_ref(words)
     names = None if who is None else reading._names(parts, who)
-    found: list[AskRow] = []
-    before = cursor
-    while len(found) <= limit:
-        async with parts.store.read() as conn:
-            rows = await q.page_matching(conn, words, ref, names, status, limit + 1, before)
-        found += [r for r in rows if who is None or reading.may_answer(parts, r, who)]
-        if len(rows) <= limit:
-            break
-        before = rows[-1].seq
-    more = len(found) > limit
-    found = found[:limit]
-    return found, (found[-1].seq if more and found else None)
+
+    async def candidates(conn: Conn, size: int, before: int | None) -> list[AskRow]:
+        return await q.page_matching(conn, words, ref, names, status, size, before)
+
+    return await reading.checked_page(parts, candidates, who, limit, cursor)

@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from bot.config import Config
 from tests.conftest import AGENT_HEADERS, Aye, StartAye, eventually
+from tests.e2e.test_web_browser import browser  # a fixture, used by name below
 from tests.e2e.test_web_pages import FORM_SCHEMA
 from tests.smtp_server import SmtpServer, email_env, smtp_server
 
@@ -25,22 +26,12 @@ pytestmark = pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
     reason="Debian's chromium is not installed (apt-get install chromium; .ci/run installs it)",
 )
+__all__ = ["browser", "smtp_server"]
 ADA = "ada@example.com"
 CONFIG = Config.model_validate({
     "defaults": {"responders": [f"email:{ADA}"]},
     "gates": [{"operations": ["db."], "responders": [f"email:{ADA}"], "danger": True}],
 })
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    args = ["--no-sandbox"] if os.geteuid() == 0 else []
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 @pytest.fixture
