@@ -235,8 +235,9 @@ class AskApi:
         text = request.query.get("timeout", str(DEFAULT_WAIT_S))
         timeout = int_param(text, "timeout", 0, MAX_WAIT_S, "whole seconds from 0 to 300")
         caller, ask = await self._ask(request)
-        ask = await self.asks.wait(ask, timeout)
-        return await self._reply(request, caller, [ask])
+        parked = self.asks.wait(ask, timeout)
+        del ask  # parked, the wait holds the ask's id and seq, not its row (core/app/waiting.py)
+        return await self._reply(request, caller, [await parked])
 
     async def wait_many(self, request: web.Request) -> web.StreamResponse:
         """Park on up to 100 asks: once all (or any) are closed, or after `timeout`; each in
@@ -251,8 +252,9 @@ class AskApi:
             if ask is None:
                 raise ApiError(404, "not_found", f"ids[{index}]: no such ask", f"ids[{index}]")
             rows.append(ask)
-        rows = await self.asks.wait_many(rows, body.timeout, body.until == "all")
-        return await self._reply(request, caller, rows, lambda views: {"asks": views})
+        parked = self.asks.wait_many(rows, body.timeout, body.until == "all")
+        del rows, ask  # parked, the wait holds the asks' ids and seqs, not their rows
+        return await self._reply(request, caller, await parked, lambda views: {"asks": views})
 
     async def withdraw(self, request: web.Request) -> web.StreamResponse:
         caller, ask = await self._ask(request)

@@ -193,10 +193,14 @@ class Service:
 
     async def wait(self, ask: AskRow, timeout: float) -> AskRow:
         """As soon as the ask is no longer open, or after `timeout` with it open."""
-        return (await waiting.wait(self._parts, [ask], timeout))[0]
+        parked = waiting.wait(self._parts, [ask], timeout)
+        del ask  # parked, the wait holds the ask's id and seq, not its row (core/app/waiting.py)
+        return (await parked)[0]
 
     async def wait_many(self, rows: list[AskRow], timeout: float, until_all: bool) -> list[AskRow]:
-        return await waiting.wait(self._parts, rows, timeout, until_all)
+        parked = waiting.wait(self._parts, rows, timeout, until_all)
+        del rows
+        return await parked
 
     async def call(
         self, agent: AgentInfo, operation: str, input_: Any, work: dict[str, Any] | None,
