@@ -182,6 +182,8 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         stack.push_async_callback(parts.store.close)
         # Before the store closes: the creates queued in a batch commit and are answered.
         stack.push_async_callback(parts.batcher.close)
+        # And the agents' reads queued (core.app.reads) are written.
+        stack.push_async_callback(parts.reads.close)
         await parts.store.open()
         log.info(await parts.keys.start())
         if parts.store.is_postgres:

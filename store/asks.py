@@ -240,6 +240,17 @@ async def mark_read(conn: Conn, seq: int | None, values: dict[str, Any]) -> bool
     return bool(won.rowcount == 1)
 
 
+async def mark_read_many(conn: Conn, seqs: list[int], now: float) -> list[int]:
+    """Record the first read of several closed asks at once: the seqs of those it recorded."""
+    if not seqs:
+        return []
+    found = await conn.execute(
+        update(ASKS).where(A.seq.in_(sorted(set(seqs))), A.read_at.is_(None), A.status != OPEN)
+        .values(read_at=now).returning(A.seq)
+    )
+    return [int(seq) for seq in found.scalars().all()]
+
+
 async def notify(conn: Conn, ask_id: str) -> None:
     """PostgreSQL: delivered at commit to every process LISTENing, whose parked agents wake."""
     await conn.execute(NOTIFY, {"c": NOTIFY_CHANNEL, "id": ask_id})

@@ -14,9 +14,10 @@ What a change must also do is done by the block, so a new kind of change cannot 
 - `escalate_if_open`, `remind_if_open` and `count_approval` write their surfaces' rows (and
   the escalation its event).
 History entries, outbox rows and events are collected and written at the end of the block in
-one order (events last: store/events.py's lock). After the commit, and only then: parked agents
-woken, the clock and outbox loops and the event streams poked, the metrics told, the log lines
-written. A change rolled back (an exception) does none of these.
+one order (history and events last, under the commit-order lock: store/append.py), with the
+agents' reads queued in this process (core.app.reads). After the commit, and only then: parked
+agents woken, the clock and outbox loops and the event streams poked, the metrics told, the log
+lines written. A change rolled back (an exception) does none of these.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from core.app import counting
 from core.app.ports import CLOSE, ESCALATE, POST, RAN, REMIND, UPDATE
+from core.app.reads import Reads
 from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, OUTCOME, WITHDRAWN
 from core.domain import rules
 from core.domain.ask import AskValues
 from core.domain.logline import emit
 from core.domain.types import AgentInfo, AlreadySeen, FollowUp, Seen
+from store import append, outbox, posts
 from store import asks as q
-from store import audit, chain, outbox, posts
-from store import events as event_rows
 from store.db import Conn, Duplicate, Store
 from store.models import AskRow
 
@@ -79,6 +80,10 @@ class Change:
         self._events: list[dict[str, Any]] = []
         self._notify: list[str] = []
         self.after = _After()
+        # The agents' reads this change writes (core.app.reads), and whether they go back to
+        # be written alone should it fail.
+        self.carried: list[AskRow] = []
+        self.gives_back = True
 
     # -- the writes that decide -----------------------------------------------------------
 
@@ -186,6 +191,22 @@ class Change:
         ask = self._ask(ask)
         return await q.mark_read(self.conn, ask.seq, values)
 
+    def carry(self, reads: list[AskRow], give_back: bool = True) -> None:
+        """Write the agents' reads `reads` (of asks holding no sensitive answer) with this
+        change; `give_back`: should it fail, they are written alone later (core.app.reads)."""
+        self.carried += reads
+        self.gives_back = give_back
+
+    async def _write_reads(self) -> None:
+        """Each carried read recorded once (the store decides), with its `read` entry before
+        this change's own entries: it happened before them."""
+        seqs = [a.seq for a in self.carried if a.seq is not None]
+        won = set(await q.mark_read_many(self.conn, seqs, self.now))
+        read = [a for a in dict((a.seq, a) for a in self.carried).values() if a.seq in won]
+        self._history[:0] = [{"ask_seq": a.seq, "at": self.now, "event": "read", "detail": {}}
+                             for a in read]
+        self._history_asks[:0] = [a.id for a in read]
+
     async def bury(self, row_id: int | None, why: str) -> None:
         """An outbox row given up for good (a dead letter), with its reason."""
         await outbox.bury(self.conn, row_id, self.now, why)
@@ -241,20 +262,6 @@ class Change:
         """The clock did `action` (remind, escalate, expire) `late_s` after it was due."""
         self.after.fired.append((action, late_s))
 
-    async def _chained(self) -> list[dict[str, Any]]:
-        """The history entries with their places in the audit chain after its head, read
-        under the commit-order lock (PostgreSQL; SQLite's writer is one), which is held to the
-        commit: the next change appends after these, on any process."""
-        last, prev = await audit.head(self.conn, self._parts.store.is_postgres)
-        prev = prev or chain.GENESIS
-        rows = []
-        for entry, ask_id in zip(self._history, self._history_asks, strict=True):
-            last += 1
-            linked = chain.entry(last, entry["at"], ask_id, entry["event"], entry["detail"], prev)
-            rows.append({**entry, "chain_seq": last, "prev": prev, "hash": linked["hash"]})
-            prev = linked["hash"]
-        return rows
-
     def _ask(self, ask: AskRow | None) -> AskRow:
         ask = ask or self.ask
         if ask is None:
@@ -262,22 +269,21 @@ class Change:
         return ask
 
     async def flush(self) -> None:
-        """Write what was collected: history (each entry appended to the audit chain), outbox
-        rows, then the events, last."""
-        # The chain's append takes the commit-order lock (PostgreSQL): the events after it
-        # need not take it again (it is held to the commit).
-        locked = bool(self._history)
-        if self._history:
-            await q.add_histories(self.conn, await self._chained())
+        """Write what was collected: outbox rows, then the history entries (appended to the
+        audit chain), the events and their NOTIFYs, last (store/append.py: on PostgreSQL under
+        the commit-order lock, held to the commit)."""
         if self._outbox:
             await outbox.add(self.conn, self._outbox)
-        if self._events:
-            postgres = self._parts.store.is_postgres
-            if postgres:
-                for ask_id in dict.fromkeys(self._notify):
-                    await q.notify(self.conn, ask_id)
-            await event_rows.add_many(self.conn, self._events, serialize=postgres and not locked)
-            self.after.events = True
+        if self._history or self._events:  # it takes the lock anyway: the reads queued ride along
+            self.carried += self._parts.reads.take()
+        if self.carried:
+            await self._write_reads()
+        if self._history or self._events:
+            await append.append(
+                self.conn, self._parts.head, self._history, self._history_asks, self._events,
+                list(dict.fromkeys(self._notify)), self._parts.store.is_postgres,
+            )
+            self.after.events = bool(self._events)
 
 
 class Changes:
@@ -289,6 +295,8 @@ class Changes:
     ) -> None:
         self.store, self.clock, self.signals = store, clock, signals
         self.places, self.tally = places, tally
+        self.head = append.Head()  # the audit chain's, as this process last left it
+        self.reads = Reads(self)
 
     @contextlib.asynccontextmanager
     async def __call__(
@@ -297,6 +305,7 @@ class Changes:
         """A change about `ask` (or several asks, named at each step). With `seen`, the event
         that caused it is recorded first: AlreadySeen, and nothing written, when it was acted
         on before."""
+        change: Change | None = None
         try:
             async with self.store.write() as conn:
                 change = Change(conn, self, ask)
@@ -304,10 +313,12 @@ class Changes:
                     await posts.record_delivery(conn, seen.key, seen.source, change.now)
                 yield change
                 await change.flush()
-        except Duplicate:
-            if seen is None:
-                raise
-            raise AlreadySeen(seen.key) from None
+        except BaseException as exc:
+            if change is not None and change.gives_back:
+                self.reads.give_back(change.carried)  # rolled back: written alone, later
+            if isinstance(exc, Duplicate) and seen is not None:
+                raise AlreadySeen(seen.key) from None
+            raise
         try:
             self.committed(change.after)
         except Exception:  # committed: the caller gets its outcome whatever this says

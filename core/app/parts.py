@@ -1,8 +1,8 @@
 """What the use cases work with, built once by the composition root (bot/app.py) and never
 written onto afterwards: the store (for reads), the unit of work (`change`, for every write),
 the clock, the policy, the surfaces (`places`), what commits tell this process (`signals`), the
-event stream, and the creates' batcher. Each use case (core/app/*.py) takes it and reaches only
-what its docstring says; none holds state of its own but through here."""
+event stream, and the batchers of creates and of reads. Each use case (core/app/*.py) takes it
+and reaches only what its docstring says; none holds state of its own but through here."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from core.app.batch import Batcher
 from core.app.change import Changes
 from core.app.keys import Keyring
 from core.app.places import Places
+from core.app.reads import Reads
 from core.app.signals import Signals
 from core.app.stream import EventHub
 from core.app.tally import Tallies
@@ -37,9 +38,11 @@ class Parts:
     keys: Keyring
     people: People = NOBODY
     batcher: Batcher = field(init=False)
+    reads: Reads = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batcher", Batcher(self.store, self.change))
+        object.__setattr__(self, "reads", self.change.reads)
 
     @classmethod
     def build(

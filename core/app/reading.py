@@ -73,8 +73,6 @@ class Holds:
 
 
 _HOLDS: weakref.WeakKeyDictionary[Parts, Holds] = weakref.WeakKeyDictionary()
-# Reads recorded after their response, off the wake path: kept until done.
-_BACKGROUND: set[asyncio.Task[None]] = set()
 
 
 def _holds(parts: Parts) -> Holds:
@@ -167,19 +165,9 @@ async def mark_read(parts: Parts, ask: AskRow) -> bool:
 
 
 def read_later(parts: Parts, ask: AskRow) -> None:
-    """Record the agent's read after its response: off the wake path."""
-    if ask.status == rules.OPEN or ask.read_at is not None:
-        return
-    task = asyncio.create_task(_read_quietly(parts, ask))
-    _BACKGROUND.add(task)
-    task.add_done_callback(_BACKGROUND.discard)
-
-
-async def _read_quietly(parts: Parts, ask: AskRow) -> None:
-    try:
-        await mark_read(parts, ask)
-    except Exception:  # a missed 'read' entry must not surface as an error anywhere
-        log.warning("could not record a read ask=%s", ask.id)
+    """Record the agent's read after its response: off the wake path, with the reads of other
+    wakes (core.app.reads)."""
+    parts.reads.add(ask)
 
 
 # -- what anyone may read ------------------------------------------------------------------
