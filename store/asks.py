@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Text, cast, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Text, and_, cast, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from store.db import NOTIFY_CHANNEL, Conn, Duplicate
@@ -71,8 +71,20 @@ async def by_seqs(conn: Conn, seqs: list[int]) -> list[AskRow]:
     return await _all(conn, select(ASKS).where(A.seq.in_(sorted(set(seqs)))))
 
 
-async def by_ref(conn: Conn, kind: str, seq: int, agent: str | None = None) -> AskRow | None:
-    query = select(ASKS).where(A.seq == seq, A.kind == kind)
+def named_by(kind: str, candidates: Iterable[tuple[int, bool]]) -> ColumnElement[bool]:
+    """The ask a typed ref names, as a condition: of its candidates (seq, base 36), the one
+    whose row writes its ref that way (a pre-0.4.0 ask's in base 36, a later one's in decimal;
+    core.domain.rules.parse_ref)."""
+    return and_(A.kind == kind, or_(*(
+        and_(A.seq == seq, A.ref_base36.is_(True) if base36 else A.ref_base36.is_not(True))
+        for seq, base36 in candidates
+    )))
+
+
+async def by_ref(
+    conn: Conn, kind: str, candidates: Iterable[tuple[int, bool]], agent: str | None = None
+) -> AskRow | None:
+    query = select(ASKS).where(named_by(kind, candidates))
     if agent is not None:
         query = query.where(A.agent == agent)
     return await _one(conn, query)

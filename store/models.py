@@ -100,6 +100,9 @@ class AskRow(SQLModel, table=True):
     # A destructive ask (`"danger": true`, or a gate's `danger = true`): its affirmative answer
     # is a danger-styled control with a confirmation step on every surface.
     danger: bool | None = None
+    # An ask made before 0.4.0 keeps its base-36 ref (`qa`), already posted on its surfaces;
+    # later asks' refs are decimal (`q10`). core.domain.rules.ref_for.
+    ref_base36: bool | None = None
 
 
 class HistoryRow(SQLModel, table=True):

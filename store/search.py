@@ -3,11 +3,12 @@ match what a person typed. Callers pass the transaction; the inbox narrows a per
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, and_, cast, func, or_, select
+from sqlalchemy import ColumnElement, Text, cast, func, or_, select
 
-from store.asks import ASKS, OPEN, A, _all
+from store.asks import ASKS, OPEN, A, _all, named_by
 from store.db import Conn
 from store.models import AskRow
 
@@ -42,15 +43,17 @@ def _contains(column: Any, words: str) -> Any:
 
 
 async def page_matching(
-    conn: Conn, words: str, ref: tuple[str, int] | None, names: list[str] | None,
+    conn: Conn, words: str, ref: tuple[str, Iterable[tuple[int, bool]]] | None,
+    names: list[str] | None,
     status: str | None, limit: int, before: int | None,
 ) -> list[AskRow]:
     """Newest first: the asks whose question, context, operation or agent holds `words` (case
-    folded), or whose ref is `ref` ((kind, seq)); only candidates naming `names` when given."""
+    folded), or whose ref is `ref` (its kind and candidates, as store.asks.named_by takes
+    them); only candidates naming `names` when given."""
     matches = [_contains(A.question, words), _contains(A.context, words),
                _contains(A.operation, words), _contains(A.agent, words)]
     if ref is not None:
-        matches.append(and_(A.kind == ref[0], A.seq == ref[1]))
+        matches.append(named_by(*ref))
     query = select(ASKS).where(or_(*matches))
     if names is not None:
         query = query.where(_naming(names))

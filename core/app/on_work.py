@@ -75,7 +75,7 @@ async def _named(
     if reply.ref is None or parsed is None:
         return None, False
     for ask in open_asks:
-        if (ask.kind, ask.seq) == parsed:
+        if parsed.names(ask):
             return ask, False
     found = await reading.find(parts, reply.ref)
     if found is None:

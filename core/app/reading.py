@@ -175,10 +175,10 @@ def read_later(parts: Parts, ask: AskRow) -> None:
 
 async def find(parts: Parts, ident: str, agent: str | None = None) -> AskRow | None:
     """An ask by id or ref; with `agent`, only that agent's."""
-    parsed = rules.parse_ref(ident) if len(ident) <= 8 else None
+    parsed = rules.parse_ref(ident) if len(ident) <= 9 else None
     async with parts.store.read() as conn:
         if parsed is not None:
-            return await q.by_ref(conn, parsed[0], parsed[1], agent)
+            return await q.by_ref(conn, parsed.kind, parsed.candidates, agent)
         if len(ident) == 32:
             return await q.by_id(conn, ident, agent)
     return None

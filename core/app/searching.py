@@ -34,7 +34,8 @@ async def search(
     """A page of the asks matching `words` that `who` may see, newest first, and the next
     page's cursor (None on the last)."""
     words = words.strip()[:MAX_WORDS]
-    ref = rules.parse_ref(words)
+    parsed = rules.parse_ref(words)
+    ref = None if parsed is None else (parsed.kind, parsed.candidates)
     names = None if who is None else reading._names(parts, who)
 
     async def candidates(conn: Conn, size: int, before: int | None) -> list[AskRow]:

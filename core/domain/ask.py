@@ -72,6 +72,7 @@ class Ask(Protocol):
     run_detail: str | None
     run_at: float | None
     danger: bool | None
+    ref_base36: bool | None
 
 
 class AskValues(TypedDict, total=False):

@@ -10,17 +10,48 @@ from bot.config import ConfigError, load_config
 from core.domain import rules
 from core.domain.policy import parse_duration
 from core.domain.responders import Responder, admitted
+from tests.builders import question
 
 
-@pytest.mark.parametrize("seq", [1, 7, 35, 36, 1295, 10**6, 36**7 - 1])
+@pytest.mark.parametrize("seq", [1, 7, 10, 35, 36, 1295, 10**6, 10**7 - 1, 10**7, 36**6 - 1])
 def test_ref_round_trip(seq: int) -> None:
     ref = rules.ref_for(seq, rules.QUESTION)
     assert len(ref) <= 8 and " " not in ref
-    assert rules.parse_ref(ref) == (rules.QUESTION, seq)
-    assert rules.parse_ref(ref.upper()) == (rules.QUESTION, seq)
+    for typed in (ref, ref.upper(), f" {ref} "):
+        parsed = rules.parse_ref(typed)
+        assert parsed is not None and parsed.kind == rules.QUESTION
+        assert (seq, False) in parsed.candidates
 
 
-@pytest.mark.parametrize("text", ["", "x", "q", "q-1", "qqqqqqqqq", "z12"])
+@pytest.mark.parametrize("seq", [1, 7, 35, 36, 1295, 10**6, 36**7 - 1])
+def test_a_base36_ref_made_before_040_keeps_its_meaning(seq: int) -> None:
+    ref = rules.ref_for(seq, rules.APPROVAL, base36=True)
+    assert len(ref) <= 8
+    parsed = rules.parse_ref(ref)
+    assert parsed is not None and parsed.kind == rules.APPROVAL
+    assert (seq, True) in parsed.candidates
+
+
+def test_refs_are_decimal_and_read_like_no_word() -> None:
+    assert [rules.ref_for(seq, rules.QUESTION) for seq in (7, 10, 15, 29)] == ["q7", "q10", "q15", "q29"]
+    assert rules.ref_for(29, rules.APPROVAL) == "a29"  # once `at`
+    assert rules.ref_for(10**7, rules.QUESTION) == "q05yc1s"
+    assert all(rules.ref_for(seq, rules.APPROVAL)[1:].isdigit() for seq in range(1, 5000))
+
+
+def test_one_ref_names_one_ask_whichever_way_it_was_written() -> None:
+    """`q10` is decimal ask 10, or pre-0.4.0 ask 36: only one of the two rows has it."""
+    parsed = rules.parse_ref("q10")
+    assert parsed is not None
+    old36 = question(seq=36, ref_base36=True)
+    new10 = question(seq=10)
+    old10 = question(seq=10, ref_base36=True)
+    new36 = question(seq=36)
+    assert [parsed.names(a) for a in (old36, new10, old10, new36)] == [True, True, False, False]
+    assert rules.ref(old10) == "qa" and rules.ref(new36) == "q36"
+
+
+@pytest.mark.parametrize("text", ["", "x", "q", "q-1", "qqqqqqqqq", "z12", "q007", "q01", "a0zz"])
 def test_not_a_ref(text: str) -> None:
     assert rules.parse_ref(text) is None
 
