@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import update
 
 from bot.config import Config
-from core.domain import rules
 from store.models import AskRow
 from tests.conftest import AGENT_HEADERS
 from tests.e2e.test_web_pages import call
@@ -130,7 +129,7 @@ async def test_a_closed_approval_is_labelled_by_its_outcome_and_what_ran(
     # What ran, as the agent reported it (POST /v1/calls/outcome writes these columns).
     async with aye.asks.parts.store.write() as conn:
         await conn.execute(update(AskRow.__table__).where(  # type: ignore[attr-defined]
-            AskRow.__table__.c.seq == (rules.parse_ref(approved) or ("", 0))[1]).values(  # type: ignore[attr-defined]
+            AskRow.__table__.c.seq == int(approved[1:])).values(  # type: ignore[attr-defined]
             run_outcome="failed", run_detail="<b>disk full</b>", run_at=aye.clock.now()))
     html = await operator.page(f"/inbox/{approved}")
     assert "Approved by the operator · failed: &lt;b&gt;disk full&lt;/b&gt;" in html
