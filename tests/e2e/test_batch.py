@@ -67,6 +67,10 @@ async def test_asks_made_together_get_distinct_refs_and_one_event_each(
     results = await asyncio.gather(*(create(aye, f"q{i}?") for i in range(40)))
     made: list[dict[str, Any]] = [body for _, _, body in results]
     assert len({a["ref"] for a in made}) == 40
+    # Refs are decimal, so none reads like a word; each one, in any case, finds its ask.
+    assert all(a["ref"][0] == "q" and a["ref"][1:].isdigit() for a in made)
+    for ask in made[-3:]:
+        assert (await aye.get(ask["ref"].upper(), operator=True))["id"] == ask["id"]
     for ask in made[:5]:
         view = await aye.get(ask["id"], operator=True)
         assert [e["event"] for e in view["history"]] == ["created"]
