@@ -1,20 +1,18 @@
 """Shared test harness: the real app on a real store (SQLite, and PostgreSQL where reachable).
 
-Every store/API test that takes `database_url` runs twice: on a fresh SQLite file and on the
-PostgreSQL at 127.0.0.1:5432 (database `test`). Where none is reachable those runs are skipped,
-unless AYE_REQUIRE_PG=1 (set by .ci/run), where they fail.
+Every store/API test that takes `database_url` runs twice: on a fresh SQLite file and on a
+database of its own on the PostgreSQL at 127.0.0.1:5432, each at the newest schema revision
+(tests/stores.py). Where PostgreSQL is not reachable those runs are skipped, unless
+AYE_REQUIRE_PG=1 (set by .ci/run), where they fail.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
@@ -27,68 +25,27 @@ from bot.surfaces import PLUGINS
 from core.app import deadlines
 from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock, ManualClock
+from tests.stores import (
+    PG_SERVER,
+    database_url,
+    empty_database_url,
+    pg_session_url,
+    pg_template,
+    postgres_url,
+    reset_postgres,
+    sqlite_template,
+)
+
+# The stores' fixtures, and what tests import from here.
+__all__ = ["PG_SERVER", "database_url", "empty_database_url", "pg_session_url", "pg_template",
+           "postgres_url", "reset_postgres", "sqlite_template"]
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 
-PG_SERVER = os.environ.get("AYE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-REQUIRE_PG = os.environ.get("AYE_REQUIRE_PG") == "1"
 OPERATOR_TOKEN = "op-test-token"
 AGENT_TOKEN = "agent-test-token"
 AGENT_HEADERS = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 OPERATOR_HEADERS = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
-
-
-def _pg_reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://")
-
-
-async def reset_postgres(url: str) -> None:
-    conn = await asyncpg.connect(_dsn(url))
-    try:
-        await conn.execute("DROP SCHEMA IF EXISTS public CASCADE; CREATE SCHEMA public;")
-    finally:
-        await conn.close()
-
-
-@pytest.fixture(scope="session")
-def pg_session_url() -> Iterator[str | None]:
-    """A database of this test run's own on the PostgreSQL server (None when unreachable),
-    so that test runs sharing the server cannot drop each other's tables."""
-    if not _pg_reachable():
-        yield None
-        return
-    name = f"aye_test_{os.getpid()}"
-    admin = _dsn(PG_SERVER)
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(admin)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f"DROP DATABASE IF EXISTS {name}"))
-    asyncio.run(run(f"CREATE DATABASE {name}"))
-    yield PG_SERVER.rsplit("/", 1)[0] + "/" + name
-    asyncio.run(run(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-
-
-async def postgres_url(pg_session_url: str | None) -> str:
-    """A freshly emptied PostgreSQL database, or a skip (a failure under AYE_REQUIRE_PG=1)."""
-    if pg_session_url is None:
-        if REQUIRE_PG:
-            pytest.fail("PostgreSQL is required (AYE_REQUIRE_PG=1) but 127.0.0.1:5432 is closed")
-        pytest.skip("PostgreSQL not reachable at 127.0.0.1:5432; store tests ran on SQLite only")
-    await reset_postgres(pg_session_url)
-    return pg_session_url
 
 
 @pytest.fixture(autouse=True)
@@ -97,15 +54,6 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     # the local fakes would go to the proxy.
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def database_url(
-    request: pytest.FixtureRequest, tmp_path: Any, pg_session_url: str | None
-) -> str:
-    if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
-    return await postgres_url(pg_session_url)
 
 
 def settings_for(database_url: str, **env: str) -> Settings:

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from store import migrate
 from store.db import Store
 from tests.conftest import OPERATOR_HEADERS, StartAye
@@ -34,6 +36,12 @@ from tests.middle.test_migrations import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def database_url(empty_database_url: str) -> str:
+    """A store with nothing in it: these tests make or migrate its schema themselves."""
+    return empty_database_url
 
 
 def subprocess_env(tmp: Path, url: str, **extra: str) -> dict[str, str]:

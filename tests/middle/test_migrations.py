@@ -43,6 +43,12 @@ LAST_WRITE = 1767229281.0  # the fixture's last moment (2026-01-01T01:01:21Z)
 UNKNOWN = "f00dfeed9999"
 
 
+@pytest.fixture
+def database_url(empty_database_url: str) -> str:
+    """A store with nothing in it: these tests make its schema themselves."""
+    return empty_database_url
+
+
 def is_pg(url: str) -> bool:
     return url.startswith("postgresql")
 
@@ -86,7 +92,14 @@ async def query(url: str, sql: str) -> list[tuple[Any, ...]]:
 
 
 async def make_0_1_0_store(url: str, data: bool = True) -> None:
-    """A store as aye 0.1.0 left it: its schema, and its rows with the sequences past them."""
+    """A store as aye 0.1.0 left it: its schema, and its rows with the sequences past them.
+
+    Made from nothing: whatever the store at `url` held (a schema at head) goes first."""
+    if is_pg(url):
+        await reset_postgres(url)
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{sqlite_file(url)}{suffix}").unlink(missing_ok=True)
     dialect = "postgresql" if is_pg(url) else "sqlite"
     script = (FIXTURE / f"schema.{dialect}.sql").read_text()
     if data:
