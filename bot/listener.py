@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import asyncpg
 from sqlalchemy.engine import make_url
 
 from core.app.waiters import Waiters
@@ -37,6 +36,8 @@ class PgListener:
         self._changed()
 
     async def _run(self) -> None:
+        import asyncpg  # PostgreSQL's own driver: not loaded by a process on SQLite (4 MB)
+
         backoff = 0.2
         while True:
             conn = None

@@ -16,24 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import weakref
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, inspect, text
+
+from store.db import Store, StoreError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 # Alembic logs at INFO when imported ("setup plugin …") and on every run ("Context impl …",
 # "Running upgrade …"): keep it to warnings, and say one line of aye's own instead.
 logging.getLogger("alembic").setLevel(logging.WARNING)
 
-from alembic import command  # noqa: E402
-from alembic.config import Config  # noqa: E402
-from alembic.runtime.migration import MigrationContext  # noqa: E402
-from alembic.script import ScriptDirectory  # noqa: E402
-from sqlalchemy import Connection, inspect, text  # noqa: E402
-
-from store.db import Store, StoreError  # noqa: E402
-
 log = logging.getLogger("aye.store")
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# A revision script's own id and its parents' (one, none, or a tuple for a merge).
+REVISION = re.compile(r"^revision(?:\s*:[^=]*)?\s*=\s*[\"'](\w+)[\"']", re.M)
+DOWN_REVISION = re.compile(r"^down_revision(?:\s*:[^=]*)?\s*=\s*(.*)$", re.M)
 # The key of the PostgreSQL advisory lock held while looking at and changing the schema: any
 # fixed 64-bit number no other program on the database uses ("aye.migr" as 8 bytes).
 LOCK_KEY = int.from_bytes(b"aye.migr", "big")
@@ -43,6 +48,15 @@ BASELINE = "0001"
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
     weakref.WeakKeyDictionary()
 )
+
+
+def __getattr__(name: str) -> Any:
+    """`migrate.command`: Alembic's, imported when first used (tests patch its `upgrade`)."""
+    if name == "command":
+        from alembic import command
+
+        return command
+    raise AttributeError(name)
 
 
 def turn() -> asyncio.Lock:
@@ -59,6 +73,8 @@ def turn() -> asyncio.Lock:
 
 def config(connection: Connection | None = None) -> Config:
     """Alembic's configuration, from the package (no alembic.ini, nothing read from the cwd)."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     if connection is not None:
@@ -68,6 +84,8 @@ def config(connection: Connection | None = None) -> Config:
 
 def head() -> str:
     """The newest revision this code knows."""
+    from alembic.script import ScriptDirectory
+
     found = ScriptDirectory.from_config(config()).get_current_head()
     assert found is not None, "no migrations in store/migrations/versions"
     return found
@@ -75,6 +93,8 @@ def head() -> str:
 
 def current(conn: Connection) -> str | None:
     """The store's revision, or None for a store without alembic_version."""
+    from alembic.runtime.migration import MigrationContext
+
     heads = MigrationContext.configure(conn).get_current_heads()
     return ",".join(heads) if heads else None
 
@@ -88,6 +108,12 @@ def upgrade(conn: Connection) -> tuple[str | None, str]:
     if conn.dialect.name == "postgresql":
         # Released at commit or rollback of the store's transaction.
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOCK_KEY})
+    if (at := _at_head(conn)) is not None:
+        return at, at
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     cfg = config(conn)
     scripts = ScriptDirectory.from_config(cfg)
     target = scripts.get_current_head()
@@ -108,6 +134,32 @@ def upgrade(conn: Connection) -> tuple[str | None, str]:
         command.upgrade(cfg, "head")
         log.info("store.migrated from=%s to=%s", before or "empty", target)
     return before, target
+
+
+@cache
+def _script_head() -> str | None:
+    """The head of the revision scripts, read from their text; None when that is not one
+    plain answer (Alembic then decides)."""
+    revisions, parents = set(), set()
+    for path in (MIGRATIONS / "versions").glob("[!_]*.py"):
+        source = path.read_text(encoding="utf-8")
+        found, down = REVISION.search(source), DOWN_REVISION.search(source)
+        if found is None or down is None:
+            return None
+        revisions.add(found.group(1))
+        parents.update(re.findall(r"[\"'](\w+)[\"']", down.group(1)))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _at_head(conn: Connection) -> str | None:
+    """The head, when the store is at it already: the usual start, which then needs none of
+    Alembic (13 MB of the process's memory and most of a second to import, bench/)."""
+    head_now = _script_head()
+    if head_now is None or not inspect(conn).has_table("alembic_version"):
+        return None
+    heads = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    return head_now if list(heads) == [head_now] else None
 
 
 def _made_by_0_1_0(conn: Connection) -> bool:

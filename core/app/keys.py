@@ -18,16 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, Any
 
 from core.domain.logline import emit
 from core.domain.receipts import ALG, TYP
 from store import keys as q
 from store.db import Duplicate, Store, StoreError
+
+# cryptography and PyJWT (~9 MB) are loaded when a key is first made or used: a process that
+# restarts on a store with its key signs nothing until an approval is decided.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 log = logging.getLogger("aye.keys")
 
@@ -48,6 +49,8 @@ class SigningKey:
 
     @classmethod
     def of(cls, private: Ed25519PrivateKey) -> SigningKey:
+        from cryptography.hazmat.primitives import serialization
+
         raw = private.public_key().public_bytes(
             serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         x = _b64(raw)
@@ -59,17 +62,24 @@ class SigningKey:
         return cls(kid, private, jwk)
 
     def pem(self) -> str:
+        from cryptography.hazmat.primitives import serialization
+
         return self.private.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption()).decode()
 
     def sign(self, claims: dict[str, Any]) -> str:
+        import jwt
+
         return jwt.encode(claims, self.private, algorithm=ALG,
                           headers={"typ": TYP, "kid": self.kid})
 
 
 def from_file(path: str) -> SigningKey:
     """The Ed25519 private key (PEM) at `path`; SigningKeyError saying why not."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -89,9 +99,18 @@ def _from_row(row: dict[str, Any]) -> SigningKey | None:
     pem = row.get("private_pem")
     if not pem:
         return None
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = serialization.load_pem_private_key(pem.encode(), password=None)
     assert isinstance(private, Ed25519PrivateKey)
     return SigningKey.of(private)
+
+
+def _generate() -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
 
 
 def _b64(data: bytes) -> str:
@@ -119,6 +138,10 @@ class Keyring:
                 await self._make_current(key, None)
             self._key = key
             return f"receipts: signed with the key in {self.path} (kid {key.kid[:12]}…)"
+        row = await q.current(self.store)
+        if row is not None and row.get("private_pem"):
+            # Kept in the store: read in full (its private half parsed) when first signing.
+            return f"receipts: signed with a key kept in the store (kid {row['kid'][:12]}…)"
         key, made = await self._stored()
         return (f"receipts: signed with a key {'generated at this start' if made else 'kept'}"
                 f" in the store (kid {key.kid[:12]}…)")
@@ -142,7 +165,7 @@ class Keyring:
         if self.path:
             raise SigningKeyError("AYE_SIGNING_KEY_PATH is set: aye signs with that file's key; "
                             "put a new key in the file (or unset it) instead of rotating")
-        key = SigningKey.of(Ed25519PrivateKey.generate())
+        key = SigningKey.of(_generate())
         await self._make_current(key, key.pem())
         emit(log, "keys.rotated", kid=key.kid)
         return key
@@ -156,7 +179,7 @@ class Keyring:
             if key is not None:
                 self._read_at = time.monotonic()
                 return key, False
-            made = SigningKey.of(Ed25519PrivateKey.generate())
+            made = SigningKey.of(_generate())
             if row is None:
                 if await q.first(self.store, made.kid, made.jwk, made.pem(), self.now()):
                     self._read_at = time.monotonic()

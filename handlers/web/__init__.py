@@ -18,8 +18,6 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 
-import aiohttp_jinja2
-import jinja2
 from aiohttp import web
 
 from core.app.service import Service
@@ -30,6 +28,7 @@ from handlers.web.guard import SESSION, WEB, events_session, guard
 from handlers.web.pages import TEMPLATES, Inbox
 from handlers.web.passage import Passages
 from handlers.web.providers import Provider
+from handlers.web.rendering import Templates
 from handlers.web.signin import SIGN_INS, SignIns
 
 __all__ = ["events_session", "operator_session", "operator_session_alive", "setup", "sign_ins"]
@@ -55,18 +54,13 @@ def setup(
     app[WEB] = inbox
     app[SIGN_INS] = SignIns(providers, Passages(session_key, secure, now), sessions, asks, origin,
                             inbox.render)
-    env = aiohttp_jinja2.setup(
-        app, app_key=TEMPLATES, default_helpers=False, autoescape=True,
-        loader=jinja2.PackageLoader("handlers.web", "templates"),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-    )
     files = {name: (resources.files("handlers.web") / "static" / name).read_bytes() for name in ASSETS}
     versions = {name: hashlib.sha256(body).hexdigest()[:12] for name, body in files.items()}
-    env.globals["assets"] = {
+    app[TEMPLATES] = Templates({
         "css": f"/inbox/assets/inbox.css?v={versions['inbox.css']}",
         "js": f"/inbox/assets/inbox.js?v={versions['inbox.js']}",
         "signin": f"/inbox/assets/signin.css?v={versions['signin.css']}",
-    }
+    })
     app.middlewares.append(guard)
     app.add_routes(inbox.routes())
     app.add_routes(app[SIGN_INS].routes())

@@ -8,15 +8,16 @@ and `at_hash`, when given, matches the access token.
 from __future__ import annotations
 
 import time
-from typing import Any
-
-from authlib.oidc.core import CodeIDToken
-from joserfc import jwt
-from joserfc.errors import InvalidKeyIdError, JoseError
-from joserfc.jwk import KeySet
+from typing import TYPE_CHECKING, Any
 
 from handlers.web.oauth import REFUSED, UNREACHABLE, Discovery, Refused
 from handlers.web.providers import Provider
+
+# authlib and joserfc (with cryptography, ~10 MB) are loaded at the first sign-in, not by
+# every process: most never have one.
+if TYPE_CHECKING:
+    from joserfc import jwt
+    from joserfc.jwk import KeySet
 
 # Clocks differ a little between aye and the provider; not more than this.
 LEEWAY_S = 60
@@ -45,6 +46,9 @@ class Keys:
             age = time.monotonic() - kept[0]
             if age < KEYS_TTL_S and not (fresh and age > REFETCH_S):
                 return kept[1]
+        from joserfc.errors import JoseError
+        from joserfc.jwk import KeySet
+
         doc = await self.discovery.of(issuer)
         status, jwks = await self.discovery.http.json("GET", doc["jwks_uri"], "jwks")
         if status != 200 or not isinstance(jwks, dict):
@@ -60,6 +64,9 @@ class Keys:
 async def check(keys: Keys, provider: Provider, token: dict[str, Any], nonce: str,
                 now: float) -> dict[str, Any]:
     """The ID token's claims, once every check passed; Refused naming the first that failed."""
+    from authlib.oidc.core import CodeIDToken
+    from joserfc.errors import JoseError
+
     assert provider.issuer is not None
     raw = token.get("id_token")
     if not isinstance(raw, str):
@@ -89,6 +96,9 @@ async def check(keys: Keys, provider: Provider, token: dict[str, Any], nonce: st
 async def _verified(keys: Keys, issuer: str, raw: str, algorithms: list[str]) -> jwt.Token:
     """The token, its signature checked with the issuer's key (asked again once when the key
     it names is not known yet)."""
+    from joserfc import jwt
+    from joserfc.errors import InvalidKeyIdError, JoseError
+
     for fresh in (False, True):
         key_set = await keys.of(issuer, fresh)
         try:

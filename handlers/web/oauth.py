@@ -16,9 +16,6 @@ import time
 from typing import Any
 
 import aiohttp
-from authlib.oauth2.auth import ClientAuth
-from authlib.oauth2.rfc6749.parameters import prepare_grant_uri, prepare_token_request
-from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from handlers.web.providers import OIDC_SCOPES, Provider
 
@@ -107,6 +104,11 @@ class Discovery:
 async def authorize_url(discovery: Discovery, provider: Provider, redirect_uri: str, state: str,
                         nonce: str, verifier: str) -> str:
     """Where the browser goes to sign in at `provider`."""
+    # authlib (with joserfc and cryptography, ~10 MB) is loaded at the first sign-in, not by
+    # every process: most never have one.
+    from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+    from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
     pkce = {"code_challenge": create_s256_code_challenge(verifier), "code_challenge_method": "S256"}
     if provider.issuer is not None:
         doc = await discovery.of(provider.issuer)
@@ -120,6 +122,9 @@ async def authorize_url(discovery: Discovery, provider: Provider, redirect_uri: 
 async def exchange(discovery: Discovery, provider: Provider, code: str, redirect_uri: str,
                    verifier: str) -> dict[str, Any]:
     """The token endpoint's reply for `code`; Refused when it gives no access token."""
+    from authlib.oauth2.auth import ClientAuth
+    from authlib.oauth2.rfc6749.parameters import prepare_token_request
+
     if provider.issuer is not None:
         doc = await discovery.of(provider.issuer)
         url, method = doc["token_endpoint"], _auth_method(doc)

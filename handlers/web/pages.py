@@ -8,8 +8,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-import aiohttp_jinja2
-import jinja2
 from aiohttp import web
 
 from core.app.ports import AnswerResult, AskRow
@@ -22,9 +20,10 @@ from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
 from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back, session_cookie
+from handlers.web.rendering import Templates
 from handlers.web.signin import SIGN_INS
 
-TEMPLATES: web.AppKey[jinja2.Environment] = web.AppKey("web_templates")
+TEMPLATES = web.AppKey("web_templates", Templates)
 PAGE = 50
 MAX_NOTE = 3000
 MAX_TOKEN = 1000
@@ -63,9 +62,7 @@ class Inbox:
         session = request.get(SESSION)
         base = {"csrf": self.sessions.csrf(session) if session else "", "flash": None, "tab": None,
                 "signed_in_as": _shown_identity(session), "open_count": "", "query": ""}
-        return aiohttp_jinja2.render_template(
-            name, request, {**base, **context}, status=status, app_key=TEMPLATES
-        )
+        return request.config_dict[TEMPLATES].render(name, {**base, **context}, status)
 
     def problem(self, request: web.Request, status: int, heading: str, words: str, link: str,
                 link_words: str) -> web.Response:
