@@ -6,7 +6,10 @@ lock is taken here and held to the commit, so that event ids are handed out in c
 and each appender reads the chain's head its predecessor left. It is kept to two round trips
 before the COMMIT: the lock, then one statement that checks the head this process expects
 (`Head`, the last it wrote or saw) and, if it is the head, writes the history entries, the
-events and the NOTIFYs at once. When another process appended meanwhile, the statement writes
+events and the NOTIFYs at once. The head is checked by its place and its hash: a head this
+process moved in a change that was then rolled back (its commit never came) may name a place
+another process has since filled with another entry. When the head is not the one expected
+(another process appended meanwhile, or that), the statement writes
 nothing and returns the head; the entries are chained after it and written (the lock is held:
 the head cannot move again). The unique index on history.chain_seq stays the last word: two
 entries never share a place.
@@ -40,7 +43,8 @@ _UNNEST_EVENTS = (
 # is the head.
 APPEND = text(f"""
 WITH head AS (SELECT coalesce(max(chain_seq), 0) AS seq FROM history),
-ok AS (SELECT 1 AS one FROM head WHERE NOT CAST(:check AS boolean) OR seq = :expected),
+ok AS (SELECT 1 AS one FROM head WHERE NOT CAST(:check AS boolean) OR (seq = :expected AND
+       coalesce((SELECT hash FROM history WHERE chain_seq = head.seq), :genesis) = :expected_hash)),
 h AS (INSERT INTO history (ask_seq, at, event, detail, chain_seq, prev, hash)
       SELECT x.ask_seq, x.at, x.event, CAST(x.detail AS json), x.chain_seq, x.prev, x.hash
       FROM ok, {_UNNEST_HISTORY} RETURNING 1),
@@ -92,11 +96,11 @@ async def append(
     # With no history there is nothing to chain: no head to check (a head not known yet is
     # -1, which no head is: the first statement misses and says what it is).
     rows = chained(history, ask_ids, max(head.seq, 0), head.hash)
-    found = (await conn.execute(APPEND, _binds(rows, events, notify, head.seq))).one()
+    found = (await conn.execute(APPEND, _binds(rows, events, notify, head))).one()
     if not found[0]:  # another process appended since: chain after the head it left
         head.seq, head.hash = int(found[4]), str(found[5] or chain.GENESIS)
         rows = chained(history, ask_ids, head.seq, head.hash)
-        found = (await conn.execute(APPEND, _binds(rows, events, notify, head.seq))).one()
+        found = (await conn.execute(APPEND, _binds(rows, events, notify, head))).one()
         if not found[0]:
             raise RuntimeError("the audit chain moved under the commit-order lock")
     _moved(head, rows)
@@ -108,9 +112,10 @@ def _moved(head: Head, rows: list[dict[str, Any]]) -> None:
 
 
 def _binds(rows: list[dict[str, Any]], events: list[dict[str, Any]], notify: list[str],
-           expected: int) -> dict[str, Any]:
+           expected: Head) -> dict[str, Any]:
     return {
-        "check": bool(rows), "expected": expected, "channel": NOTIFY_CHANNEL, "ids": notify,
+        "check": bool(rows), "expected": expected.seq, "expected_hash": expected.hash,
+        "genesis": chain.GENESIS, "channel": NOTIFY_CHANNEL, "ids": notify,
         "h_ask": [r["ask_seq"] for r in rows], "h_at": [float(r["at"]) for r in rows],
         "h_event": [r["event"] for r in rows], "h_detail": [json.dumps(r["detail"]) for r in rows],
         "h_seq": [r["chain_seq"] for r in rows], "h_prev": [r["prev"] for r in rows],

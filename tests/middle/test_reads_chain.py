@@ -15,6 +15,7 @@ from core.app.ports import AskRow
 from core.domain import rules
 from core.domain.policy import Defaults
 from core.domain.responders import OPERATOR
+from store import append
 from store.db import Store
 
 
@@ -102,3 +103,23 @@ async def test_two_processes_appending_in_turn_leave_one_chain(two: tuple[Parts,
     checked = await auditing.verify(one.store)
     assert checked.broken_at is None, checked.why
     assert checked.count == 6 * 3  # created, answered and read of each
+
+
+async def test_a_head_left_by_an_append_rolled_back_is_not_trusted(two: tuple[Parts, Parts]) -> None:
+    """A process whose append was rolled back (its commit never came) holds a head the store
+    does not: when another process has since written that very place, the next append must
+    chain after what the store holds, not after the entry that was never committed."""
+    one, other = two
+    ask = await answered(one)
+    entry = {"ask_seq": ask.seq, "at": one.clock.now(), "event": "read", "detail": {}}
+    with pytest.raises(RuntimeError):
+        async with one.store.write() as conn:
+            await append.append(conn, one.change.head, [entry], [ask.id], [], [],
+                                one.store.is_postgres)
+            raise RuntimeError("the commit never comes")
+    async with other.store.write() as conn:  # writes the one place the rolled-back entry had
+        await append.append(conn, other.change.head, [{**entry, "event": "reminded"}], [ask.id], [], [],
+                            other.store.is_postgres)
+    await answered(one)
+    checked = await auditing.verify(one.store)
+    assert checked.broken_at is None, checked.why
