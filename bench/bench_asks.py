@@ -683,6 +683,7 @@ ASK_BASE: dict[str, Any] = {
     "sign_in_within": None,
     # Since what ran after an approval and destructive asks.
     "run_outcome": None, "run_detail": None, "run_at": None, "danger": None,
+    "ref_base36": None,  # an ask made since 0.4.0: a decimal ref
 }
 # History rows loaded in bulk take no place in the audit chain (migration 0012): the chain the
 # server appends goes on from its own head, and these rows are not what the bench measures.
