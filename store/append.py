@@ -4,15 +4,15 @@ its events (store/events.py) and, on PostgreSQL, the NOTIFYs that wake other pro
 On PostgreSQL this is the critical section of every change of every process: the commit-order
 lock is taken here and held to the commit, so that event ids are handed out in commit order
 and each appender reads the chain's head its predecessor left. It is kept to two round trips
-before the COMMIT: the lock, then one statement that checks the head this process expects
-(`Head`, the last it wrote or saw) and, if it is the head, writes the history entries, the
-events and the NOTIFYs at once. The head is checked by its place and its hash: a head this
-process moved in a change that was then rolled back (its commit never came) may name a place
-another process has since filled with another entry. When the head is not the one expected
-(another process appended meanwhile, or that), the statement writes
-nothing and returns the head; the entries are chained after it and written (the lock is held:
-the head cannot move again). The unique index on history.chain_seq stays the last word: two
-entries never share a place.
+before the COMMIT: the lock (in the statement that records the reads a change carries:
+read_then_lock), then one statement that checks the head this process expects (`Head`, the
+last it wrote or saw) and, if it is the head, writes the history entries, the events and the
+NOTIFYs at once. The head is checked by its place and its hash: a head this process moved in a
+change that was then rolled back (its commit never came) may name a place another process has
+since filled with another entry. When the head is not the one expected (another process
+appended meanwhile, or that), the statement writes nothing and returns the head; the entries
+are chained after it and written (the lock is held: the head cannot move again). The unique
+index on history.chain_seq stays the last word: two entries never share a place.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sqlalchemy import text
 
 from store import audit, chain
 from store import events as event_rows
-from store.asks import add_histories
+from store.asks import add_histories, mark_read_many
 from store.db import NOTIFY_CHANNEL, Conn
 
 _UNNEST_HISTORY = (
@@ -58,6 +58,18 @@ FROM head
 """)
 
 
+# The agents' reads a change carries (core.app.reads), recorded once each, and then the
+# commit-order lock, in one round trip. The lock comes after every row the reads update is
+# locked (the aggregate reads them all first): a change that holds an ask's row and waits for
+# the lock must never wait on one that holds the lock and waits for that row.
+READ_THEN_LOCK = text("""
+WITH r AS (UPDATE asks SET read_at = :now WHERE seq = ANY(CAST(:seqs AS bigint[]))
+           AND read_at IS NULL AND status <> 'open' RETURNING seq),
+w AS (SELECT array_agg(seq) AS seqs FROM r)
+SELECT w.seqs, pg_advisory_xact_lock(7315, 1) FROM w
+""")
+
+
 @dataclass(slots=True)
 class Head:
     """The chain's head as this process last wrote or read it: a guess, checked under the lock
@@ -79,12 +91,25 @@ def chained(history: list[dict[str, Any]], ask_ids: list[str], last: int,
     return rows
 
 
+async def read_then_lock(conn: Conn, seqs: list[int], now: float, postgres: bool) -> set[int]:
+    """The first reads of the asks `seqs` (closed) recorded, and those recorded; then, on
+    PostgreSQL, the commit-order lock taken (held to the commit), in the same round trip."""
+    if not postgres:
+        return set(await mark_read_many(conn, seqs, now))
+    if not seqs:
+        await conn.execute(event_rows.EVENT_LOCK)
+        return set()
+    found = (await conn.execute(READ_THEN_LOCK, {"now": now, "seqs": sorted(set(seqs))})).one()
+    return {int(seq) for seq in found[0] or ()}
+
+
 async def append(
     conn: Conn, head: Head, history: list[dict[str, Any]], ask_ids: list[str],
     events: list[dict[str, Any]], notify: list[str], postgres: bool,
 ) -> None:
     """Write a change's history entries (chained), its events and (PostgreSQL) its NOTIFYs,
-    last in its transaction. `head` is updated to the chain's new head."""
+    last in its transaction, the commit-order lock taken (read_then_lock). `head` is updated
+    to the chain's new head."""
     if not postgres:  # SQLite's writer is one: the head it reads is the head
         last, prev = await audit.head(conn, False)
         rows = chained(history, ask_ids, last, prev or chain.GENESIS)
@@ -92,7 +117,6 @@ async def append(
         await event_rows.add_many(conn, events, serialize=False)
         _moved(head, rows)
         return
-    await conn.execute(event_rows.EVENT_LOCK)
     # With no history there is nothing to chain: no head to check (a head not known yet is
     # -1, which no head is: the first statement misses and says what it is).
     rows = chained(history, ask_ids, max(head.seq, 0), head.hash)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy import bindparam, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -64,6 +64,23 @@ async def hit_and_open(
         HIT_AND_OPEN, {"agent": agent, "window": window, "k": k, "n": n}
     )).one()
     return int(found[0]), int(found[1])
+
+
+async def close_and_count(conn: Conn, seq: int | None, agent: str, values: dict[str, Any]) -> bool:
+    """PostgreSQL: the close's conditional write (store.asks.close_if_open) and, when it won,
+    one open ask fewer for `agent`, in one round trip (rows locked in the same order as the
+    two statements would: the ask's, then the count's). True when it won."""
+    closing = (update(ASKS).where(ASKS.c.seq == seq, ASKS.c.status == "open")
+               .values(**values).returning(ASKS.c.seq).cte("closing"))
+    counted = (
+        pg_insert(OPEN).from_select([OC.agent, OC.open],
+                                    select(literal(agent), literal(0)).select_from(closing))
+        .on_conflict_do_update(index_elements=[OC.agent], set_={"open": OC.open - 1})
+        .returning(OC.open).cte("counted")
+    )
+    won = select(func.count()).select_from(closing).scalar_subquery()
+    done = await conn.execute(select(won, select(func.count()).select_from(counted).scalar_subquery()))
+    return bool(done.one()[0] == 1)
 
 
 async def hit(conn: Conn, agent: str, window: int, postgres: bool, k: int = 1) -> int:

@@ -131,11 +131,11 @@ class Change:
         updates, one open ask fewer, the close's event; after the commit its parked agents
         are woken with the closed row and the close is counted."""
         ask = self._ask(ask)
-        won = await q.close_if_open(self.conn, ask.seq, values)
+        postgres = self._parts.store.is_postgres
+        won = await counting.close_if_open(self.conn, ask.seq, ask.agent, values, postgres)
         if won:
             status = values["status"]
             self.outbox(CLOSE, ask)
-            await counting.closed(self.conn, ask.agent, self._parts.store.is_postgres)
             self.event(CLOSED_EVENT[status], ask)
             closed = ask.model_copy(update=values)
             self.after.woken.append((ask.id, closed))
@@ -199,9 +199,10 @@ class Change:
 
     async def _write_reads(self) -> None:
         """Each carried read recorded once (the store decides), with its `read` entry before
-        this change's own entries: it happened before them."""
+        this change's own entries (it happened before them); then the commit-order lock."""
         seqs = [a.seq for a in self.carried if a.seq is not None]
-        won = set(await q.mark_read_many(self.conn, seqs, self.now))
+        postgres = self._parts.store.is_postgres
+        won = await append.read_then_lock(self.conn, seqs, self.now, postgres)
         read = [a for a in dict((a.seq, a) for a in self.carried).values() if a.seq in won]
         self._history[:0] = [{"ask_seq": a.seq, "at": self.now, "event": "read", "detail": {}}
                              for a in read]
@@ -276,8 +277,8 @@ class Change:
             await outbox.add(self.conn, self._outbox)
         if self._history or self._events:  # it takes the lock anyway: the reads queued ride along
             self.carried += self._parts.reads.take()
-        if self.carried:
-            await self._write_reads()
+        if self._history or self._events or self.carried:
+            await self._write_reads()  # and the lock (PostgreSQL), after the rows they update
         if self._history or self._events:
             await append.append(
                 self.conn, self._parts.head, self._history, self._history_asks, self._events,

@@ -5,12 +5,15 @@ the domain's rule (core/domain/limits.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.domain.limits import Limited, check_open, check_rate, window
 from core.domain.types import AgentInfo
-from store import rates
+from store import asks, rates
 from store.db import Conn, Store
 
-__all__ = ["Limited", "closed", "count", "count_hit", "counted_and_opened", "forget_old", "opened"]
+__all__ = ["Limited", "close_if_open", "closed", "count", "count_hit", "counted_and_opened",
+           "forget_old", "opened"]
 
 
 async def count_hit(store: Store, agent: AgentInfo, now: float) -> None:
@@ -49,6 +52,19 @@ async def opened(
     now_open = await rates.bump_open(conn, name, k, postgres)
     if agent is not None:
         check_open(now_open, agent.max_open)
+
+
+async def close_if_open(
+    conn: Conn, seq: int | None, name: str, values: dict[str, Any], postgres: bool
+) -> bool:
+    """The close's one conditional write (store.asks.close_if_open) and, when it won, one open
+    ask fewer for `name`, in the closing transaction: one round trip on PostgreSQL."""
+    if postgres:
+        return await rates.close_and_count(conn, seq, name, values)
+    won = await asks.close_if_open(conn, seq, values)
+    if won:
+        await closed(conn, name, postgres)
+    return won
 
 
 async def closed(conn: Conn, name: str, postgres: bool) -> None:

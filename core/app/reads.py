@@ -44,8 +44,10 @@ LINGER_S = 0.2
 class Reads:
     def __init__(self, change: Opens) -> None:
         self.change = change
-        self._queue: dict[int, AskRow] = {}  # a change may carry these
-        self._alone: dict[int, AskRow] = {}  # given back by a change that failed
+        # By seq, each with when it came (loop time): a change may carry these,
+        self._queue: dict[int, tuple[AskRow, float]] = {}
+        # and these, given back by a change that failed, are written alone.
+        self._alone: dict[int, tuple[AskRow, float]] = {}
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -53,19 +55,19 @@ class Reads:
         """Record the agent's read of `ask` soon (nothing to do if it is open or read)."""
         if ask.status == rules.OPEN or ask.read_at is not None or ask.seq is None:
             return
-        self._queue.setdefault(ask.seq, ask)
+        self._queue.setdefault(ask.seq, (ask, asyncio.get_running_loop().time()))
         self._start()
 
     def take(self) -> list[AskRow]:
         """Reads for a change to carry: written in its transaction, or given back."""
-        seqs = list(self._queue)[:MAX_BATCH]
-        return [self._queue.pop(seq) for seq in seqs]
+        return [self._queue.pop(seq)[0] for seq in list(self._queue)[:MAX_BATCH]]
 
     def give_back(self, asks: list[AskRow]) -> None:
         """Reads a change carried and did not commit: written alone, soon."""
+        now = asyncio.get_running_loop().time()
         for ask in asks:
             if ask.seq is not None:
-                self._alone.setdefault(ask.seq, ask)
+                self._alone.setdefault(ask.seq, (ask, now))
         if asks:
             self._start()
 
@@ -85,13 +87,19 @@ class Reads:
             self._task = asyncio.create_task(self._linger(), name="aye-reads")
 
     async def _linger(self) -> None:
+        """Write the reads alone once the oldest has waited LINGER_S for a change to carry it."""
+        loop = asyncio.get_running_loop()
         while self._queue or self._alone:
-            await asyncio.sleep(LINGER_S)
-            await self._drain()
+            oldest = min(next(iter(q.values()))[1] for q in (self._queue, self._alone) if q)
+            left = oldest + LINGER_S - loop.time()
+            if left > 0:
+                await asyncio.sleep(left)
+            else:
+                await self._drain()
 
     async def _drain(self) -> None:
         while self._queue or self._alone:
-            alone = [self._alone.pop(seq) for seq in list(self._alone)[:MAX_BATCH]]
+            alone = [self._alone.pop(seq)[0] for seq in list(self._alone)[:MAX_BATCH]]
             try:
                 async with self.change() as ch:
                     ch.carry(alone + self.take(), give_back=False)
