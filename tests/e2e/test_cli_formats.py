@@ -5,8 +5,9 @@ printed as a person reads them, without terminal controls."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.e2e.test_cli_output import NASTY, unsafe
 from tests.e2e.test_process import AGENT, OP, Api, Server, run_cli, start_server, stop
+from tests.stores import sqlite_at_head
 
 FORM = {
     "type": "object",
@@ -31,9 +33,15 @@ FORM = {
 }
 
 
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    started = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+# One `aye serve` for the module (a process start is ~1.5 s of CPU): each test makes asks of its
+# own and finds them by their refs. On one xdist worker, so that it is started once.
+pytestmark = pytest.mark.xdist_group("cli_formats")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("served")
+    started = asyncio.run(start_server(tmp, sqlite_at_head(sqlite_template, tmp)))
     try:
         yield started
     finally:
