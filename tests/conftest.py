@@ -34,11 +34,12 @@ from tests.stores import (
     postgres_url,
     reset_postgres,
     sqlite_template,
+    sqlite_url,
 )
 
 # The stores' fixtures, and what tests import from here.
 __all__ = ["PG_SERVER", "database_url", "empty_database_url", "pg_session_url", "pg_template",
-           "postgres_url", "reset_postgres", "sqlite_template"]
+           "postgres_url", "reset_postgres", "sqlite_template", "sqlite_url"]
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 

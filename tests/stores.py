@@ -167,3 +167,10 @@ async def empty_database_url(
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
     return await postgres_url(pg_session_url)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """`tmp_path/aye.db`, a SQLite store at head, for a test that starts `aye serve` itself
+    (sparing each process the migrations: ~0.6 s of its ~2 s of CPU)."""
+    return sqlite_at_head(sqlite_template, tmp_path)

@@ -92,9 +92,9 @@ async def verify(tmp: Path, database_url: str) -> subprocess.CompletedProcess[st
 
 
 async def test_verify_names_the_first_entry_edited_or_deleted_in_the_store(
-    tmp_path: Path, servers: list[Server], session: aiohttp.ClientSession
+    tmp_path: Path, sqlite_url: str, servers: list[Server], session: aiohttp.ClientSession
 ) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+    url = sqlite_url
     server = await start_server(tmp_path, url)
     servers.append(server)
     api = Api(session, server.url)

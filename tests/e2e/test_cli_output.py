@@ -58,9 +58,9 @@ def clean(out: bytes) -> str:
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
+async def server(tmp_path: Path, sqlite_url: str) -> AsyncIterator[Server]:
     (tmp_path / "aye.toml").write_text(CONFIG)
-    started = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db",
+    started = await start_server(tmp_path, sqlite_url,
                                  AYE_TOKEN_EVIL=AGENT)
     try:
         yield started

@@ -53,8 +53,10 @@ def test_help_cut_short_by_head_leaves_no_traceback() -> None:
     assert b"Traceback" not in err and b"BrokenPipeError" not in err
 
 
-async def test_answer_echoes_the_value_and_a_refusal_lists_the_answers(tmp_path: Path) -> None:
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+async def test_answer_echoes_the_value_and_a_refusal_lists_the_answers(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    server = await start_server(tmp_path, sqlite_url)
     try:
         async with aiohttp.ClientSession() as session:
             api = Api(session, server.url)

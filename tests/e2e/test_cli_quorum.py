@@ -35,10 +35,10 @@ async def pending(url: str, operation: str) -> str:
 
 
 async def test_a_quorum_approval_is_counted_and_author_unknown_is_a_refusal(
-    tmp_path: Path
+    tmp_path: Path, sqlite_url: str
 ) -> None:
     (tmp_path / "aye.toml").write_text(CONFIG)
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+    server = await start_server(tmp_path, sqlite_url)
     try:
         ref = await pending(server.url, "deploy.prod")
         counted = run_cli(tmp_path, server.url, "answer", ref, "approve")

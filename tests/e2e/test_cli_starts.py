@@ -16,9 +16,9 @@ responders = ["operator:local"]
 """
 
 
-async def test_a_start_reads_as_what_would_start(tmp_path: Path) -> None:
+async def test_a_start_reads_as_what_would_start(tmp_path: Path, sqlite_url: str) -> None:
     (tmp_path / "aye.toml").write_text(CONFIG)
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+    server = await start_server(tmp_path, sqlite_url)
     try:
         async with aiohttp.ClientSession() as session:
             status, body = await Api(session, server.url).call("POST", "/v1/starts", json={

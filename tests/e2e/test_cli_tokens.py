@@ -147,14 +147,14 @@ async def test_aye_mcp_with_the_operator_token_asks_and_reads_nothing(
 
 
 async def test_aye_mcp_started_before_aye_checks_the_token_once_aye_is_up(
-    tmp_path: Path, servers: list[Server]
+    tmp_path: Path, sqlite_url: str, servers: list[Server]
 ) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     async with Client(mcp_params(tmp_path, OP, AYE_URL=url)) as client:
         text = error(await client.call_tool("ask", {"question": "Anyone?", "wait_s": 0}))
         assert text.startswith(f"unreachable: cannot reach aye at {url} (AYE_URL)"), text
-        server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", port=port)
+        server = await start_server(tmp_path, sqlite_url, port=port)
         servers.append(server)
         for name, args in TOOL_CALLS:
             assert error(await client.call_tool(name, args)).startswith("unauthorized: "), name
@@ -165,10 +165,10 @@ async def test_aye_mcp_started_before_aye_checks_the_token_once_aye_is_up(
 
 
 async def test_aye_port_alone_finds_the_server_started_with_it(
-    tmp_path: Path, servers: list[Server], session: aiohttp.ClientSession
+    tmp_path: Path, sqlite_url: str, servers: list[Server], session: aiohttp.ClientSession
 ) -> None:
     port = free_port()
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", port=port)
+    server = await start_server(tmp_path, sqlite_url, port=port)
     servers.append(server)
     _, ask = await Api(session, server.url).call("POST", "/v1/asks", json={"question": "Found?"})
     listed = cli(tmp_path, "asks", AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP)

@@ -29,8 +29,10 @@ async def next_line(proc: subprocess.Popen[bytes], timeout: float = 10) -> str:
     return raw.decode()
 
 
-async def test_watch_prints_each_event_and_resumes_after_a_restart(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+async def test_watch_prints_each_event_and_resumes_after_a_restart(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    url = sqlite_url
     port = free_port()
     server: Server = await start_server(tmp_path, url, port=port)
     proc = watcher(tmp_path, server.url)
@@ -66,8 +68,8 @@ async def test_watch_prints_each_event_and_resumes_after_a_restart(tmp_path: Pat
     assert proc.returncode == 0
 
 
-async def test_watch_with_a_wrong_token_exits_2(tmp_path: Path) -> None:
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+async def test_watch_with_a_wrong_token_exits_2(tmp_path: Path, sqlite_url: str) -> None:
+    server = await start_server(tmp_path, sqlite_url)
     try:
         proc = watcher(tmp_path, server.url, token=AGENT + "x")
         _, err = await asyncio.to_thread(proc.communicate, timeout=20)

@@ -113,8 +113,8 @@ async def test_bad_waits_are_refused(aye: Aye) -> None:
     assert (unknown.value.status, unknown.value.field) == (404, "ids[1]")
 
 
-async def test_wait_all_survives_a_restart_of_aye(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+async def test_wait_all_survives_a_restart_of_aye(tmp_path: Path, sqlite_url: str) -> None:
+    url = sqlite_url
     port = free_port()
     first = await start_server(tmp_path, url, name="first", port=port)
     async with AyeClient(first.url, AGENT) as client, aiohttp.ClientSession() as session:

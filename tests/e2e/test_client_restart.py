@@ -12,8 +12,8 @@ from ask_api.client import AyeClient
 from tests.e2e.test_process import AGENT, OP, Api, free_port, start_server
 
 
-async def test_a_parked_ask_survives_a_restart_and_is_created_once(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
+async def test_a_parked_ask_survives_a_restart_and_is_created_once(tmp_path: Path, sqlite_url: str) -> None:
+    url = sqlite_url
     port = free_port()
     first = await start_server(tmp_path, url, name="first", port=port)
     async with AyeClient(first.url, AGENT) as aye, aiohttp.ClientSession() as session:

@@ -143,8 +143,8 @@ def send(port: int, payload: bytes) -> None:
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    started = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+async def server(tmp_path: Path, sqlite_url: str) -> AsyncIterator[Server]:
+    started = await start_server(tmp_path, sqlite_url)
     try:
         yield started
     finally:

@@ -48,9 +48,9 @@ COMMAND = [sys.executable, "-m", *(["bot", "mcp"] if _cli_has_mcp() else ["bot.c
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Server]:
+async def served(tmp_path: Path, sqlite_url: str) -> AsyncIterator[Server]:
     (tmp_path / "aye.toml").write_text(GATES)
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db")
+    server = await start_server(tmp_path, sqlite_url)
     yield server
     stop(server, signal.SIGKILL)
 
@@ -135,14 +135,16 @@ async def test_an_ask_that_times_out_is_picked_up_by_wait(tmp_path: Path, served
     assert got["status"] == "answered" and got["answer"]["value"] == "b"
 
 
-async def test_a_wait_goes_on_across_a_restart_of_aye(tmp_path: Path, served: Server) -> None:
+async def test_a_wait_goes_on_across_a_restart_of_aye(
+    tmp_path: Path, sqlite_url: str, served: Server
+) -> None:
     async with stdio(tmp_path, served.url) as client:
         first = result(await client.call_tool("ask", {"question": "Still on?", "wait_s": 0}))
         waiting = asyncio.create_task(client.call_tool("wait", {"ref": first["ref"], "wait_s": 60}))
         await Operator(served.url).parked()  # the wait reached the old process: now it dies
         stop(served, signal.SIGKILL)
         port = int(served.url.rsplit(":", 1)[1])
-        again = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", port=port)
+        again = await start_server(tmp_path, sqlite_url, port=port)
         try:
             await Operator(again.url).answer(first["ref"], "yes, still on")
             got = result(await asyncio.wait_for(waiting, 20))

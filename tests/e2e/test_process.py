@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import postgres_url
+from tests.stores import postgres_at_head
 
 OP = "op-proc-token"
 AGENT = "agent-proc-token"
@@ -84,11 +84,10 @@ def stop(server: Server, sig: int = signal.SIGTERM) -> None:
         server.proc.wait(timeout=15)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store_url(request: pytest.FixtureRequest, tmp_path: Path, pg_session_url: str | None) -> str:
-    if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path}/aye.db"
-    return await postgres_url(pg_session_url)
+@pytest.fixture
+def store_url(database_url: str) -> str:
+    """A store at head, on SQLite and on PostgreSQL, for `aye serve` processes."""
+    return database_url
 
 
 @pytest.fixture
@@ -338,10 +337,11 @@ async def test_sensitive_value_never_in_logs_or_database(
 
 @pytest.fixture
 async def two_servers(
-    tmp_path: Path, pg_session_url: str | None, servers: list[Server], session: aiohttp.ClientSession
+    tmp_path: Path, pg_session_url: str | None, pg_template: str | None, servers: list[Server],
+    session: aiohttp.ClientSession,
 ) -> tuple[Api, Api]:
     """Two `aye serve` processes on one PostgreSQL database."""
-    url = await postgres_url(pg_session_url)
+    url = await postgres_at_head(pg_session_url, pg_template)
     for name in ("one", "two"):
         servers.append(await start_server(tmp_path, url, name=name))
     return Api(session, servers[0].url), Api(session, servers[1].url)

@@ -56,10 +56,12 @@ def test_a_sign_in_that_cannot_work_stops_serve_with_exit_2(
     assert "slack-secret" not in done.stderr and "gh-secret" not in done.stderr
 
 
-async def test_what_is_set_up_is_said_at_start_and_on_healthz(tmp_path: Path) -> None:
+async def test_what_is_set_up_is_said_at_start_and_on_healthz(
+    tmp_path: Path, sqlite_url: str
+) -> None:
     # [slack] teams with the Slack bot off is not an unused section: Slack's sign-in uses it.
     (tmp_path / "aye.toml").write_text(f"[slack]\nteams = ['T0AYE']\n{ORG}")
-    server: Server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db",
+    server: Server = await start_server(tmp_path, sqlite_url,
                                         AYE_OIDC_SECRET="oidc-secret", **SLACK, **GITHUB)
     try:
         async with aiohttp.ClientSession() as http, http.get(server.url + "/healthz") as resp:

@@ -24,6 +24,7 @@ from bot.tui.app import Tui
 from bot.tui.inbox import Inbox
 from bot.tui.screens import Confirm, FormAnswer, LineAnswer, Note
 from tests.e2e.test_process import AGENT, OP, Server, base_env, free_port, start_server, stop
+from tests.stores import sqlite_at_head
 
 CONFIG = """
 [[gates]]
@@ -37,11 +38,15 @@ approvals = 2
 SIZE = (80, 24)
 
 
+# One server for the module, started once: its tests on one xdist worker.
+pytestmark = pytest.mark.xdist_group("tui")
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("tui")
     (tmp / "aye.toml").write_text(CONFIG)
-    server = asyncio.run(start_server(tmp, f"sqlite+aiosqlite:///{tmp}/aye.db"))
+    server = asyncio.run(start_server(tmp, sqlite_at_head(sqlite_template, tmp)))
     yield server
     stop(server, signal.SIGKILL)
 

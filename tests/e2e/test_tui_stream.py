@@ -80,8 +80,10 @@ async def test_a_cut_stream_is_resumed_from_the_last_event_id() -> None:
     assert seen.losses[0] == "the server ended the event stream"
 
 
-async def test_when_the_server_goes_away_it_says_so_and_comes_back_live(tmp_path: Path) -> None:
-    url, port = f"sqlite+aiosqlite:///{tmp_path}/aye.db", free_port()
+async def test_when_the_server_goes_away_it_says_so_and_comes_back_live(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    url, port = sqlite_url, free_port()
     server = await start_server(tmp_path, url, port=port)
     try:
         async with tui(server) as (app, pilot):

@@ -21,6 +21,7 @@ import pytest
 from tests.e2e.test_cli_output import NASTY, unsafe
 from tests.e2e.test_process import OP, Server, base_env, start_server, stop
 from tests.e2e.test_tui import call
+from tests.stores import sqlite_at_head
 
 WIDTH, HEIGHT = 80, 24
 # What tmux writes for the attributes of the cells it captured: SGR sequences only.
@@ -28,12 +29,16 @@ SGR = re.compile(r"\x1b\[([0-9;:]*)m")
 COLOUR = re.compile(r"^(3[0-8]|4[0-8]|9[0-7]|10[0-7])$")  # 39 and 49 are the defaults
 
 
+# One server for the module, started once: its tests on one xdist worker.
+pytestmark = pytest.mark.xdist_group("tui_tmux")
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def served(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed: .ci/run installs it (apt-get install tmux)")
     tmp = tmp_path_factory.mktemp("tui-tmux")
-    server = asyncio.run(start_server(tmp, f"sqlite+aiosqlite:///{tmp}/aye.db"))
+    server = asyncio.run(start_server(tmp, sqlite_at_head(sqlite_template, tmp)))
     yield server
     stop(server, signal.SIGKILL)
 
