@@ -29,8 +29,8 @@ from tests.stores import (
     PG_SERVER,
     database_url,
     empty_database_url,
+    pg_head,
     pg_session_url,
-    pg_template,
     postgres_url,
     reset_postgres,
     sqlite_template,
@@ -38,8 +38,17 @@ from tests.stores import (
 )
 
 # The stores' fixtures, and what tests import from here.
-__all__ = ["PG_SERVER", "database_url", "empty_database_url", "pg_session_url", "pg_template",
-           "postgres_url", "reset_postgres", "sqlite_template", "sqlite_url"]
+__all__ = [
+    "PG_SERVER",
+    "database_url",
+    "empty_database_url",
+    "pg_head",
+    "pg_session_url",
+    "postgres_url",
+    "reset_postgres",
+    "sqlite_template",
+    "sqlite_url",
+]
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 

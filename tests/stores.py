@@ -4,9 +4,10 @@ Migrating a store from nothing runs every Alembic revision: 0.3-1 s of CPU a sto
 each of the ~750 tests that take `database_url` on a 2-core CI machine. Those tests need a store
 at head, not the migration (tests/middle/test_migrations.py and the process tests of migrations
 take `empty_database_url`). So each xdist worker migrates one SQLite file and one PostgreSQL
-database once, and each test gets its own copy: the file copied (~1 ms), the database cloned
-with CREATE DATABASE … TEMPLATE (~50 ms). aye still opens (and checks the revision of) the copy
-as it would any store.
+database once, and each test gets its own copy: the file copied (~1 ms), the database emptied
+by deleting every row and putting back the few the migrations wrote (~20 ms; a DROP DATABASE
+forces a checkpoint of the whole server, up to 1.5 s on a busy one). aye still opens (and checks
+the revision of) the store as it would any store.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
@@ -63,6 +65,81 @@ async def migrated(url: str) -> None:
         await store.close()
 
 
+# What a test could change of a database's shape: tables and columns, indexes, constraints,
+# sequences. A test that changed it gets the next test a database migrated anew.
+SHAPE = """
+SELECT md5(string_agg(part, ';' ORDER BY part)) FROM (
+  SELECT format('%s.%s %s %s %s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+                a.attnotnull, pg_get_expr(d.adbin, d.adrelid)) AS part
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'S')
+    AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'
+  UNION ALL SELECT conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+  WHERE connamespace = 'public'::regnamespace
+) parts
+"""
+# Connections other than this one: a process a test killed, or left running.
+OTHERS = ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+          "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
+@dataclass
+class HeadDatabase:
+    """A PostgreSQL database at head, and what it held just after its migrations (the rows
+    they wrote, where its sequences stood), to put it back that way before each test."""
+
+    url: str
+    shape: str = ""
+    rows: dict[str, list[asyncpg.Record]] = field(default_factory=dict)
+    sequences: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+
+    @classmethod
+    async def made(cls, url: str) -> HeadDatabase:
+        head = cls(url)
+        await head._migrate()
+        return head
+
+    async def _migrate(self) -> None:
+        await reset_postgres(self.url)
+        await migrated(self.url)
+        conn = await asyncpg.connect(dsn(self.url))
+        try:
+            self.shape = await conn.fetchval(SHAPE)
+            tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            self.rows = {t["tablename"]: await conn.fetch(f'SELECT * FROM "{t["tablename"]}"')
+                         for t in tables}
+            self.sequences = {s["sequencename"]: (s["start_value"], s["last_value"]) for s in
+                              await conn.fetch("SELECT * FROM pg_sequences WHERE schemaname = 'public'")}
+        finally:
+            await conn.close()
+
+    async def reset(self) -> None:
+        """Every row deleted, the migrations' rows put back, the sequences where they stood."""
+        conn = await asyncpg.connect(dsn(self.url))
+        try:
+            await conn.execute(OTHERS)
+            reshaped = await conn.fetchval(SHAPE) != self.shape
+            if not reshaped:
+                await self._refill(conn)
+        finally:
+            await conn.close()
+        if reshaped:
+            await self._migrate()
+
+    async def _refill(self, conn: asyncpg.Connection) -> None:
+        async with conn.transaction():
+            for table, rows in self.rows.items():
+                await conn.execute(f'DELETE FROM "{table}"')
+                if rows:
+                    await conn.copy_records_to_table(table, records=[tuple(r) for r in rows],
+                                                     columns=list(rows[0].keys()))
+            for name, (start, last) in self.sequences.items():
+                at, called = (start, False) if last is None else (last, True)
+                await conn.execute("SELECT setval($1, $2, $3)", name, at, called)
+
+
 def require_postgres(pg_session_url: str | None) -> str:
     """The worker's database URL, or a skip (a failure under AYE_REQUIRE_PG=1)."""
     if pg_session_url is None:
@@ -79,17 +156,13 @@ async def postgres_url(pg_session_url: str | None) -> str:
     return url
 
 
-async def postgres_at_head(pg_session_url: str | None, template: str | None) -> str:
-    """The worker's PostgreSQL database made anew as a copy of the migrated template.
-
-    WITH (FORCE): a connection a previous test left behind (a killed process's) must not keep
-    its database alive."""
-    url = require_postgres(pg_session_url)
-    assert template is not None
-    name = url.rsplit("/", 1)[1]
-    await run_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    await run_admin(f"CREATE DATABASE {name} TEMPLATE {template}")
-    return url
+async def postgres_at_head(head: HeadDatabase | None) -> str:
+    """The worker's PostgreSQL database at head, emptied of what the last test left in it."""
+    if head is None:
+        require_postgres(None)
+    assert head is not None
+    await head.reset()
+    return head.url
 
 
 def sqlite_at_head(template: Path, folder: Path) -> str:
@@ -116,17 +189,16 @@ def pg_session_url() -> Iterator[str | None]:
 
 
 @pytest.fixture(scope="session")
-def pg_template(pg_session_url: str | None) -> Iterator[str | None]:
-    """The name of this run's PostgreSQL database at head, which each test's is cloned from
-    (None when PostgreSQL is unreachable)."""
+def pg_head(pg_session_url: str | None) -> Iterator[HeadDatabase | None]:
+    """This worker's PostgreSQL database at head, for the tests that take `database_url` (None
+    when PostgreSQL is unreachable)."""
     if pg_session_url is None:
         yield None
         return
     name = f"aye_head_{os.getpid()}"
     asyncio.run(run_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     asyncio.run(run_admin(f"CREATE DATABASE {name}"))
-    asyncio.run(migrated(on_server(name)))
-    yield name
+    yield asyncio.run(HeadDatabase.made(on_server(name)))
     asyncio.run(run_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 
 
@@ -151,12 +223,12 @@ def _pg_reachable() -> bool:
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database_url(
     request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path,
-    pg_session_url: str | None, pg_template: str | None,
+    pg_head: HeadDatabase | None,
 ) -> str:
     """A store of the test's own, at the newest schema revision and empty of rows."""
     if request.param == "sqlite":
         return sqlite_at_head(sqlite_template, tmp_path)
-    return await postgres_at_head(pg_session_url, pg_template)
+    return await postgres_at_head(pg_head)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.stores import postgres_at_head
+from tests.stores import HeadDatabase, postgres_at_head
 
 OP = "op-proc-token"
 AGENT = "agent-proc-token"
@@ -337,11 +337,11 @@ async def test_sensitive_value_never_in_logs_or_database(
 
 @pytest.fixture
 async def two_servers(
-    tmp_path: Path, pg_session_url: str | None, pg_template: str | None, servers: list[Server],
+    tmp_path: Path, pg_head: HeadDatabase | None, servers: list[Server],
     session: aiohttp.ClientSession,
 ) -> tuple[Api, Api]:
     """Two `aye serve` processes on one PostgreSQL database."""
-    url = await postgres_at_head(pg_session_url, pg_template)
+    url = await postgres_at_head(pg_head)
     for name in ("one", "two"):
         servers.append(await start_server(tmp_path, url, name=name))
     return Api(session, servers[0].url), Api(session, servers[1].url)
