@@ -63,8 +63,13 @@ async def test_watch_prints_each_event_and_resumes_after_a_restart(
             assert "created" in line and second["ref"] in line
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
-        stop(server, signal.SIGKILL)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # a watch that would not stop fails the test, and is not left running
+            raise
+        finally:
+            stop(server, signal.SIGKILL)
     assert proc.returncode == 0
 
 
