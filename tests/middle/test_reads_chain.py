@@ -9,14 +9,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from core.app import answers, asking, auditing, reading, reads
+from core.app import answers, auditing, reading, reads
 from core.app.parts import Parts
 from core.app.ports import AskRow
-from core.domain import rules
 from core.domain.policy import Defaults
 from core.domain.responders import OPERATOR
 from store import append
 from store.db import Store
+from tests.middle.test_change import new_ask
 
 
 @pytest.fixture
@@ -36,10 +36,7 @@ async def two(database_url: str) -> AsyncIterator[tuple[Parts, Parts]]:
 
 
 async def answered(parts: Parts) -> AskRow:
-    now = parts.clock.now()
-    values = asking.new_ask_values("a", rules.QUESTION, None, [OPERATOR], now, now + 3600)
-    values.update({"question": "Ship?"})
-    ask = await asking.insert(parts, values, {"agent": "a"})
+    ask = await new_ask(parts)
     result = await answers.answer(parts, ask, OPERATOR, "yes")
     assert result.taken and result.ask is not None
     return result.ask
