@@ -30,6 +30,7 @@ from store import audit, chain, migrate
 from store.db import Store, StoreError
 from store.urls import sqlite_path
 from tests.conftest import reset_postgres
+from tests.stores import migrated as open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "store-0.1.0"
@@ -178,14 +179,6 @@ async def upgrade_to(url: str, target: str) -> None:
     try:
         async with store.write() as conn:
             await conn.run_sync(lambda c: command.upgrade(migrate.config(c), target))
-    finally:
-        await store.close()
-
-
-async def open_store(url: str) -> None:
-    store = Store(url)
-    try:
-        await store.open()
     finally:
         await store.close()
 
