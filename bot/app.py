@@ -187,7 +187,9 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
         await parts.store.open()
         log.info(await parts.keys.start())
         if parts.store.is_postgres:
-            listener = PgListener(parts.store.url, parts.signals.waiters, parts.stream.poke)
+            listener = PgListener(
+                parts.store.url, parts.signals.waiters, parts.stream.poke, parts.store.sent_here,
+            )
             await listener.start()
             stack.push_async_callback(listener.close)
         session = aiohttp.ClientSession()

@@ -7,6 +7,7 @@ import fcntl
 import logging
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -183,6 +184,20 @@ class Store:
             # ROLLBACK, two more round trips (a third of a wake's on PostgreSQL, bench/). Under
             # READ COMMITTED each statement had its own snapshot already: nothing is lost.
             self._reader = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            # This process's own connections, by their backend's pid: the listener knows its
+            # own NOTIFYs by them (bot/listener.py). Weak: a connection the pool dropped goes.
+            self._backends: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+            event.listen(self.engine.sync_engine, "connect", self._connected)
+
+    def _connected(self, dbapi_conn: Any, _record: Any) -> None:
+        driver = dbapi_conn.driver_connection  # asyncpg's Connection
+        self._backends[driver.get_server_pid()] = driver
+
+    def sent_here(self, backend_pid: int) -> bool:
+        """Whether a NOTIFY from `backend_pid` was sent by one of this process's connections,
+        still open (PostgreSQL): a closed one's pid may since be another process's."""
+        driver = self._backends.get(backend_pid)
+        return driver is not None and not driver.is_closed()
 
     def describe(self) -> str:
         """The store, for the start-up line, without any password."""
