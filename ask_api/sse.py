@@ -61,14 +61,16 @@ async def stream(
     sub = hub.subscribe(caller.agent.name if caller.agent else None)
     try:
         resume = last_event_id(request)
+        # Where it starts, before the client can know the stream is open: an event of a change
+        # it makes once it does is newer, never taken for one the stream began after.
+        sent = await hub.newest() if resume is None else resume
+        hub.starts_at(sent)
         response = web.StreamResponse(headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
             "X-Accel-Buffering": "no",
         })
         await response.prepare(request)
         await response.write(b"retry: 2000\n\n")
-        sent = await hub.newest() if resume is None else resume
-        hub.starts_at(sent)
         while resume is not None:  # what it missed, from the store, until caught up
             missed = await hub.backlog(sub, sent)
             for event in missed:
