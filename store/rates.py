@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, literal, select, text, update
+from sqlalchemy import bindparam, delete, func, literal, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from store import asks
 from store.asks import ASKS
 from store.db import Conn
 from store.models import OpenCountRow, RateRow
@@ -70,17 +71,28 @@ async def close_and_count(conn: Conn, seq: int | None, agent: str, values: dict[
     """PostgreSQL: the close's conditional write (store.asks.close_if_open) and, when it won,
     one open ask fewer for `agent`, in one round trip (rows locked in the same order as the
     two statements would: the ask's, then the count's). True when it won."""
-    closing = (update(ASKS).where(ASKS.c.seq == seq, ASKS.c.status == "open")
-               .values(**values).returning(ASKS.c.seq).cte("closing"))
-    counted = (
-        pg_insert(OPEN).from_select([OC.agent, OC.open],
-                                    select(literal(agent), literal(0)).select_from(closing))
-        .on_conflict_do_update(index_elements=[OC.agent], set_={"open": OC.open - 1})
-        .returning(OC.open).cte("counted")
-    )
-    won = select(func.count()).select_from(closing).scalar_subquery()
-    done = await conn.execute(select(won, select(func.count()).select_from(counted).scalar_subquery()))
+    columns = tuple(values)
+    statement = _CLOSE_AND_COUNT.get(columns)
+    if statement is None:  # built once for each set of columns, as store.asks.closing
+        closing = asks.closing(columns).returning(ASKS.c.seq).cte("closing")
+        counted = (
+            pg_insert(OPEN).from_select(
+                [OC.agent, OC.open],
+                select(bindparam("count_agent", type_=OC.agent.type), literal(0))
+                .select_from(closing),
+            )
+            .on_conflict_do_update(index_elements=[OC.agent], set_={"open": OC.open - 1})
+            .returning(OC.open).cte("counted")
+        )
+        won = select(func.count()).select_from(closing).scalar_subquery()
+        statement = _CLOSE_AND_COUNT[columns] = select(
+            won, select(func.count()).select_from(counted).scalar_subquery()
+        )
+    done = await conn.execute(statement, {**asks.close_params(seq, values), "count_agent": agent})
     return bool(done.one()[0] == 1)
+
+
+_CLOSE_AND_COUNT: dict[tuple[str, ...], Any] = {}
 
 
 async def hit(conn: Conn, agent: str, window: int, postgres: bool, k: int = 1) -> int:
