@@ -51,8 +51,8 @@ def _row(mapping: Any) -> AskRow:
     return AskRow.model_construct(whole, **values)
 
 
-async def _one(conn: Conn, query: Any) -> AskRow | None:
-    found = (await conn.execute(query)).first()
+async def _one(conn: Conn, query: Any, params: dict[str, Any] | None = None) -> AskRow | None:
+    found = (await conn.execute(query, params)).first()
     return _row(found._mapping) if found else None
 
 
@@ -98,10 +98,8 @@ BY_ID_OF = BY_ID.where(A.agent == bindparam("by_agent"))
 
 async def by_id(conn: Conn, ask_id: str, agent: str | None = None) -> AskRow | None:
     if agent is None:
-        found = (await conn.execute(BY_ID, {"by_id": ask_id})).first()
-    else:
-        found = (await conn.execute(BY_ID_OF, {"by_id": ask_id, "by_agent": agent})).first()
-    return _row(found._mapping) if found else None
+        return await _one(conn, BY_ID, {"by_id": ask_id})
+    return await _one(conn, BY_ID_OF, {"by_id": ask_id, "by_agent": agent})
 
 
 async def by_ticket(conn: Conn, ticket_hash: str) -> AskRow | None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from playwright.async_api import expect
 
 from ask_api.tokens import TokenBook
 from bot.app import SERVICE, create_app
@@ -49,6 +50,11 @@ __all__ = [
     "sqlite_template",
     "sqlite_url",
 ]
+
+# Playwright's assertions wait 5 s by default; on a loaded 2-core CI machine a sign-in's redirects
+# (aye, the fake provider, aye again) took longer once. The contract's own limits (the inbox's
+# LIVE_S) are passed to the assertions that test them.
+expect.set_options(timeout=15_000)
 
 pytest_plugins = ["tests.fake_slack", "tests.fake_github"]
 
