@@ -170,8 +170,10 @@ def where(settings: Settings, port: int) -> list[str]:
 
 
 def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> list[str]:
-    """One start-up line per surface; SurfaceConfigError when one is half-configured."""
-    return [plugin.describe(plugin.read_settings(settings.env)) for plugin in plugins]
+    """One start-up line per surface (and the warning lines a surface adds below its own);
+    SurfaceConfigError when one is half-configured."""
+    return [line for plugin in plugins
+            for line in plugin.describe(plugin.read_settings(settings.env)).splitlines()]
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:

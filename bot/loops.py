@@ -131,7 +131,10 @@ class Deliverer:
             await self._bury(row, ask, str(exc))
             return tally.GAVE_UP
         if isinstance(exc, RetryLater):
-            emit(log, "outbox.retry", level=logging.WARNING, surface=row.surface,
+            # aye's own pacing (a mail being sent, a Slack channel's next slot) is the normal
+            # course, not trouble: no warning (a first send that succeeds is paced once).
+            level = logging.DEBUG if exc.kind == "paced" else logging.WARNING
+            emit(log, "outbox.retry", level=level, surface=row.surface,
                  action=row.action, ask=ask.id, after=exc.after, why=str(exc))
             await self._retry(row, exc.after, str(exc))
             return waited(exc)

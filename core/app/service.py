@@ -292,7 +292,8 @@ class SurfacePlugin:
     # Its settings from the environment: None when it is off (its secrets are unset); raises
     # SurfaceConfigError when it is half-configured.
     read_settings: Callable[[Mapping[str, str]], Any | None]
-    # The start-up line, given what read_settings returned (None: off).
+    # The start-up line, given what read_settings returned (None: off); a warning may follow
+    # it, each on a line of its own.
     describe: Callable[[Any | None], str]
     # Builds the running surface from its settings and its config section.
     build: Callable[[Any, BaseModel | None, Service], Surface]

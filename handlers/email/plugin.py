@@ -1,8 +1,10 @@
 """How the email surface plugs in: its people (`email:` addresses, the core's own kind), its
-settings (AYE_SMTP_URL, AYE_MAIL_FROM, and an https:// AYE_PUBLIC_URL the links lead to)."""
+settings (AYE_SMTP_URL, AYE_MAIL_FROM, and an https:// AYE_PUBLIC_URL the links lead to, or
+an http:// one on a loopback host, to try email on one machine)."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parseaddr
@@ -48,7 +50,7 @@ class SmtpServer:
 class EmailSettings:
     smtp: SmtpServer
     mail_from: str  # as given: `aye <aye@example.com>` or a bare address
-    public_url: str  # https://…, without a trailing slash
+    public_url: str  # https://… (http:// on a loopback host), without a trailing slash
 
     def __repr__(self) -> str:
         return f"EmailSettings({self.smtp.describe()}, from {self.mail_from!r})"
@@ -69,12 +71,26 @@ def read_settings(env: Mapping[str, str]) -> EmailSettings | None:
                                  f"set, {missing} is not")
     public = (get(env, "AYE_PUBLIC_URL") or "").rstrip("/")
     parsed = urlsplit(public)
-    if parsed.scheme != "https" or not parsed.hostname:
+    if not parsed.hostname or not (
+        parsed.scheme == "https" or (parsed.scheme == "http" and loopback(parsed.hostname))
+    ):
         raise SurfaceConfigError(
-            "email needs AYE_PUBLIC_URL, an https:// URL where people reach aye: the links in its "
-            "mails lead there" + ("" if not public else f" (it is {public!r})")
+            "email needs AYE_PUBLIC_URL, an https:// URL where people reach aye (http:// only on "
+            "a loopback host, to try it on this machine): the links in its mails lead there"
+            + ("" if not public else f" (it is {public!r})")
         )
     return EmailSettings(smtp_server(url), _mail_from(mail_from), public)
+
+
+def loopback(host: str) -> bool:
+    """`localhost`, 127.0.0.0/8 or ::1: this machine, where a link over plain http:// stays
+    (as OpenID Connect sign-in allows an http:// issuer there)."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _mail_from(text: str) -> str:
@@ -131,8 +147,12 @@ def _options(query: str) -> tuple[float, float]:
 def describe(settings: EmailSettings | None) -> str:
     if settings is None:
         return "email: off (set AYE_SMTP_URL, AYE_MAIL_FROM and an https:// AYE_PUBLIC_URL)"
-    return (f"email: on (SMTP {settings.smtp.describe()}, from {settings.sender}, "
+    line = (f"email: on (SMTP {settings.smtp.describe()}, from {settings.sender}, "
             f"links to {settings.public_url}/e/…)")
+    if settings.public_url.startswith("http://"):
+        line += ("\nwarning: AYE_PUBLIC_URL is http:// on a loopback host: the mailed links open "
+                 "only on this machine and go unencrypted; use an https:// URL for anyone else")
+    return line
 
 
 def build(settings: EmailSettings, section: BaseModel | None, asks: Service) -> Surface:

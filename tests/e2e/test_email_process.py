@@ -33,6 +33,10 @@ def serve(tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("public", "said"), [
     ("", "email needs AYE_PUBLIC_URL, an https:// URL"),
     ("http://aye.example.test", "(it is 'http://aye.example.test')"),
+    # Plain http:// only on a loopback host: not on a private address, not on a name that
+    # merely starts like one.
+    ("http://192.168.1.20:8080", "(it is 'http://192.168.1.20:8080')"),
+    ("http://localhost.example.test", "http:// only on a loopback host"),
 ])
 def test_email_without_an_https_public_url_is_exit_2(tmp_path: Path, public: str, said: str) -> None:
     done = serve(tmp_path, AYE_SMTP_URL="smtp://127.0.0.1:2525", AYE_MAIL_FROM="aye@example.test",
@@ -109,3 +113,36 @@ async def _count(found: list[Any], count: int) -> bool:
 def _path(text: str) -> str:
     start = text.index("https://aye.example.test/e/") + len("https://aye.example.test")
     return text[start:].split()[0]
+
+
+@pytest.mark.parametrize("public", ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"])
+async def test_email_tried_on_one_machine_with_an_http_loopback_public_url(
+    tmp_path: Path, store_url: str, servers: list[Server], session: aiohttp.ClientSession,
+    public: str
+) -> None:
+    """http:// AYE_PUBLIC_URL on a loopback host starts, says so in a warning line, mails links
+    to it that open; and a first send that succeeds logs no warning."""
+    (tmp_path / "aye.toml").write_text(f'[defaults]\nresponders = ["email:{ADA}"]\n')
+    async with smtp_server() as smtp:
+        server = await start_server(tmp_path, store_url, "aye", None,
+                                    **{**email_env(smtp), "AYE_PUBLIC_URL": public})
+        servers.append(server)
+        started = server.output()
+        assert f"links to {public}/e/…" in started
+        assert "aye: warning: AYE_PUBLIC_URL is http:// on a loopback host" in started
+        api = Api(session, server.url)
+        status, ask = await api.call("POST", "/v1/asks",
+                                     json={"question": "Ship?", "options": ["yes", "no"]})
+        assert status == 201
+
+        async def posted() -> bool:
+            _, view = await api.call("GET", f"/v1/asks/{ask['id']}", token=OP)
+            return any(e["event"] == "posted" for e in view["history"])
+
+        await eventually(posted, timeout=10)
+    text = smtp.mailbox.received[0].part("plain")
+    link = next(word for word in text.split() if word.startswith(f"{public}/e/"))
+    async with session.get(server.url + link.removeprefix(public)) as resp:
+        assert resp.status == 200 and "Ship?" in await resp.text()
+    logged = server.output()
+    assert "outbox.retry" not in logged and "warning" not in logged.replace(started, "")

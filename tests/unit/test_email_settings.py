@@ -49,6 +49,21 @@ def test_the_start_up_line_says_whether_email_is_on() -> None:
                     "aye@example.com, links to https://aye.example.com/e/…)")
 
 
+@pytest.mark.parametrize(("public", "taken"), [
+    ("http://127.0.0.1:8080", True), ("http://127.3.4.5", True), ("http://LOCALHOST", True),
+    ("http://[::1]:8080/", True), ("http://10.0.0.1", False), ("http://127.0.0.1.example.test", False),
+    ("http://[::ffff:10.0.0.1]", False), ("ftp://127.0.0.1", False),
+])
+def test_plain_http_links_only_to_a_loopback_host(public: str, taken: bool) -> None:
+    env = {**ON, "AYE_PUBLIC_URL": public}
+    if not taken:
+        with pytest.raises(SurfaceConfigError, match="http:// only on a loopback host"):
+            read_settings(env)
+        return
+    line, warning = describe(read_settings(env)).splitlines()
+    assert line.startswith("email: on (") and warning.startswith("warning: AYE_PUBLIC_URL is http://")
+
+
 def test_the_subject_is_one_line_cut_to_120_characters() -> None:
     long = subject(question(question="Ship\nit " + "x" * 200))
     assert len(long) == 120 and long.startswith("[aye] Ship it xx") and long.endswith("…")
