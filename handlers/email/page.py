@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 from aiohttp import web
+from multidict import MultiDictProxy
 
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import Service
@@ -102,7 +103,8 @@ class Pages:
         note = form.get("note", "").strip() or None
         if note is not None and len(note) > MAX_NOTE:
             return self.page(token, recipient, ask, form.get("answer"), status=422,
-                             problem=f"The note must be at most {MAX_NOTE} characters.")
+                             problem=f"The note must be at most {MAX_NOTE} characters.",
+                             typed=_typed(ask, form))
         # Used up first, by one conditional write: a replayed or racing POST finds it used.
         if not await self.asks.mails.use(token_hash(token)):
             return self.gone()
@@ -110,7 +112,7 @@ class Pages:
         if not result.taken and result.reason in KEEPS_LINK:
             await self.asks.mails.unuse(token_hash(token))
             return self.page(token, recipient, result.ask or ask, form.get("answer"),
-                             status=422, problem=_refusal(result))
+                             status=422, problem=_refusal(result), typed=_typed(ask, form))
         return self.render("said.html", 200 if result.taken else 409,
                            heading="Answered" if result.taken else "Not answered",
                            words=answered_words(result.ask or ask) if result.taken
@@ -126,7 +128,8 @@ class Pages:
     # -- rendering -----------------------------------------------------------------------
 
     def page(self, token: str, recipient: str, ask: AskRow, chosen: str | None,
-             status: int = 200, problem: str | None = None) -> web.Response:
+             status: int = 200, problem: str | None = None,
+             typed: dict[str, list[str]] | None = None) -> web.Response:
         shown = card(ask, self.asks.clock.now(), whole_input=True)
         choices = CHOSEN.get(shown.control) or {
             str(i): option for i, option in enumerate(shown.options, 1)}
@@ -136,7 +139,8 @@ class Pages:
         return self.render("page.html", status, card=shown, recipient=recipient,
                            chosen=chosen if words else None, chosen_words=words,
                            danger=bool(ask.danger), chosen_danger=bool(ask.danger) and affirmative,
-                           action=f"/e/{token}", csrf=self.csrf(token), problem=problem)
+                           action=f"/e/{token}", csrf=self.csrf(token), problem=problem,
+                           typed=typed or {})
 
     def gone(self) -> web.Response:
         """The one page for any link that opens nothing: unknown, used, or its ask closed."""
@@ -148,6 +152,13 @@ class Pages:
                                 charset="utf-8")
         protect(response.headers)
         return response
+
+
+def _typed(ask: AskRow, form: MultiDictProxy[str]) -> dict[str, list[str]]:
+    """What a refused form held, by input name, to show it again as typed (escaped by the
+    template); a sensitive ask's answer is never written back into a page, only its note."""
+    kept = {name: form.getall(name) for name in form if name != "csrf"}
+    return {"note": kept.get("note", [])} if ask.sensitive else kept
 
 
 def _refusal(result: AnswerResult) -> str:

@@ -83,6 +83,39 @@ async def test_a_form_from_the_mail_answered_in_chromium(
     assert violations == []
 
 
+async def test_a_refused_form_comes_back_as_typed_in_chromium(
+    start_aye: StartAye, tmp_path: str, smtp: SmtpServer, browser: Browser
+) -> None:
+    aye = await start_aye(f"sqlite+aiosqlite:///{tmp_path}/aye.db", config=CONFIG,
+                          env=email_env(smtp))
+    schema = {**FORM_SCHEMA, "properties": {**FORM_SCHEMA["properties"], "tags": {
+        "type": "array", "items": {"type": "string", "enum": ["fast", "cheap"]}, "minItems": 1,
+        "title": "Tags"}}}
+    ask = await aye.ask(question="Size the cluster", format="form", schema=schema)
+    violations: list[str] = []
+    page = await opened(browser, aye, smtp, 0, violations, "Answer")
+    await page.get_by_label("Nodes").fill("3")
+    await page.get_by_label("Region").select_option("eu")
+    await page.get_by_label("Urgent").check()
+    await page.get_by_label("When").fill("2026-12-24")
+    await page.get_by_label("Note").fill('<b>before</b> "noon"')
+    await page.get_by_role("button", name="Send").click()  # no tag picked: the browser lets it go
+    await expect(page.get_by_role("alert")).to_contain_text("Tags must pick at least 1")
+    await expect(page.get_by_label("Nodes")).to_have_value("3")
+    await expect(page.get_by_label("Region")).to_have_value("eu")
+    await expect(page.get_by_label("Urgent")).to_be_checked()
+    await expect(page.get_by_label("When")).to_have_value("2026-12-24")
+    await expect(page.get_by_label("Note")).to_have_value('<b>before</b> "noon"')
+    await page.get_by_label("fast").check()
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.get_by_role("heading", name="Answered")).to_be_visible()
+    view = await aye.get(ask["id"], operator=True)
+    assert view["answer"]["value"] == {"count": 3, "region": "eu", "tags": ["fast"],
+                                       "urgent": True, "when": "2026-12-24"}
+    assert view["answer"]["note"] == '<b>before</b> "noon"'
+    assert violations == []
+
+
 async def test_a_destructive_approval_says_so_before_its_confirm(
     start_aye: StartAye, tmp_path: str, smtp: SmtpServer, browser: Browser
 ) -> None:
