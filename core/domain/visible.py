@@ -58,11 +58,11 @@ def has_hidden(value: Any, multiline: bool = True) -> bool:
     return False
 
 
-def visible_json(value: Any, indent: int | None = 2) -> str:
+def visible_json(value: Any, indent: int | None = 2, sort_keys: bool = False) -> str:
     """`value` as (pretty) JSON with every hidden character as its code. `ensure_ascii=False`
     keeps letters readable but leaves U+202E, DEL and C1 controls raw, so escape after dumping
     (C0 controls are already JSON escapes such as `\\u001b`)."""
-    dumped = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=False)
+    dumped = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
     return visible(dumped, multiline=indent is not None)
 
 

@@ -6,8 +6,9 @@ commit SHAs) and bare URLs in the rendered text, after Markdown and HTML entitie
 escaping cannot stop them, so an invisible zero-width joiner breaks each pattern. Markdown and
 HTML themselves are escaped (`&lt;` for `<`, `\\[` for `[`): no tag, comment, link or image
 forms. Code (a fenced block) is inert as it is: only its fence must outlast the text.
-Characters that would not show (controls, bidi overrides, tag characters, odd spaces) are
-written as `\\uXXXX` escapes, in text and code alike: they could reorder or hide what is shown.
+Characters that would not show (controls, bidi overrides, zero-width and tag characters, odd
+spaces) are written as their codes (`[U+202E]`, core.domain.visible), in text and code alike:
+they could reorder or hide what is shown.
 """
 
 from __future__ import annotations
@@ -15,16 +16,20 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from core.domain.visible import code_of, is_hidden
+
 ZWJ = "\u200d"
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Backslash-escaped: links and images ([ ]), code spans and fences (` ~), emphasis (* _),
 # tables (|), math ($), and the backslash itself.
 _MARKDOWN = frozenset("\\`[]*_~|$")
-# Unicode categories that show nothing, or show as a plain space: controls, formats (bidi
-# overrides, tag characters), surrogates, private use, unassigned, separators.
-_UNSEEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
-# What agent text may keep: a tab, and the joiners of emoji sequences (they hide nothing).
-_TEXT_KEEPS = " \t\u200c\u200d"
+# Besides what core.domain.visible shows as codes (controls, formats, separators): what shows
+# nothing or a plain space on GitHub, private use, unassigned, odd spaces.
+_UNSEEN_ALSO = frozenset({"Co", "Cn", "Zs"})
+# What agent text may keep: a tab.
+_TEXT_KEEPS = " \t"
+# Line breaks, as CommonMark reads them (U+2028 is not one: it shows as its code).
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
 _BREAKS = [
     (re.compile("@"), "@" + ZWJ),  # mentions, emails, `owner/repo@sha`
     (re.compile(r"#(?=\d)"), "#" + ZWJ),  # #123, owner/repo#123
@@ -41,22 +46,22 @@ def _unsha(found: re.Match[str]) -> str:
     return ZWJ.join(run[i : i + 6] for i in range(0, len(run), 6))
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
-        code -= 0x10000
-        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-    return f"\\u{code:04x}"
+def _unseen(char: str) -> bool:
+    return is_hidden(char) or unicodedata.category(char) in _UNSEEN_ALSO
+
+
+def _lines(value: str) -> list[str]:
+    """As str.splitlines(), but breaking only where CommonMark does."""
+    found = _LINE_BREAKS.split(value)
+    return found[:-1] if found[-1] == "" else found
 
 
 def visible(value: str, keep: str = " ") -> str:
-    """`value` with each character that would not show (but those in `keep`) written as a
-    JSON-style `\\uXXXX` escape; inside a JSON string that is the same JSON."""
+    """`value` with each character that would not show (but those in `keep`) written as its
+    code, `[U+202E]`."""
     if value.isascii() and value.isprintable():
         return value
-    return "".join(
-        _escape(c) if c not in keep and unicodedata.category(c) in _UNSEEN else c for c in value
-    )
+    return "".join(code_of(c) if c not in keep and _unseen(c) else c for c in value)
 
 
 def text(value: str) -> str:
@@ -70,12 +75,12 @@ def text(value: str) -> str:
 
 def inline(value: str) -> str:
     """On one line (a list item, bold text): line breaks become spaces."""
-    return text(" ".join(value.splitlines()))
+    return text(" ".join(_lines(value)))
 
 
 def quoted(value: str) -> list[str]:
     """A block quote, each line of it inert."""
-    return [f"> {text(line)}" if line.strip() else ">" for line in value.splitlines()]
+    return [f"> {text(line)}" if line.strip() else ">" for line in _lines(value)]
 
 
 def _longest_backticks(code: str) -> int:
@@ -89,7 +94,7 @@ def fence_for(code: str) -> str:
 
 def code_span(code: str) -> str:
     """Inline code on one line, whatever backticks it holds, every character visible."""
-    code = visible(" ".join(code.splitlines()))
+    code = visible(" ".join(_lines(code)))
     fence = "`" * (_longest_backticks(code) + 1)
     pad = " " if code.startswith("`") or code.endswith("`") else ""
     return f"{fence}{pad}{code}{pad}{fence}"

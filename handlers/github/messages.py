@@ -8,6 +8,7 @@ from typing import Any
 from core.app.ports import AskRow
 from core.domain import formats, identity, rules
 from core.domain.responders import Responder
+from core.domain.visible import HIDDEN_WARNING, approval_hides
 
 from . import cut, guide, inert, starts
 from .plugin import LOGIN
@@ -20,7 +21,10 @@ INLINE_MAX = 200
 COMMENT_BUDGET = 64_000
 # What an approval's comment says around its input when the input is cut.
 ROOM_FOR_WORDS = 500
-ESCAPED = "Characters that would not show are written as JSON `\\uXXXX` escapes (the same JSON)."
+ESCAPED = ("Characters that would not show are written as their codes, such as `[U+202E]`; "
+           "the input as sent holds the characters themselves.")
+# Above an approval whose operation or input holds a control or format character.
+HIDDEN_LINE = f"**Careful: {HIDDEN_WARNING}**, shown as codes such as `[U+202E]`."
 
 
 def marker(ask_id: str) -> str:
@@ -75,7 +79,7 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
     if starts.is_start(ask):
         return _start_comment(ask, ref, rooms)
     title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
-    head = [f"**{title}** from an agent (ref `{ref}`)", "",
+    head = [f"**{title}** from an agent (ref `{ref}`)", "", *_warned(ask),
             *cut.quoted(question(ask), rooms.question, "question", ref)]
     if ask.context and not _is_call(ask):
         head += ["", *cut.quoted(ask.context, rooms.context, "context", ref)]
@@ -93,10 +97,16 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
     return "\n".join([*head, "", *input_lines(ask.call_input, ref, room), *tail])
 
 
+def _warned(ask: AskRow) -> list[str]:
+    """The mark of an approval that holds hidden or reordering characters, and a blank line."""
+    hides = ask.kind == rules.APPROVAL and approval_hides(ask.operation, ask.call_input)
+    return [HIDDEN_LINE, ""] if hides else []
+
+
 def _start_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
     """A start: what would start in words, and how to approve or refuse it here."""
     return "\n".join([
-        f"**Start approval needed** from an agent (ref `{ref}`)", "",
+        f"**Start approval needed** from an agent (ref `{ref}`)", "", *_warned(ask),
         f"**{starts.question(ask)}**", "", *starts.detail_lines(ask, rooms), "",
         *starts.how_to_answer(ask, ref, _who(ask, rooms.who)), "", *_quorum_lines(ask),
         *hash_lines(ask), "", f"Deadline: {when(ask.deadline)}.", "", marker(ask.id),

@@ -5,7 +5,6 @@ on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
@@ -115,19 +114,25 @@ async def test_an_approvals_input_is_shown_whole_in_a_code_block(gate: Hub) -> N
     assert "cut" not in body
 
 
-async def test_what_would_not_show_in_an_input_is_written_as_escapes(gate: Hub) -> None:
-    # A right-to-left override reverses what follows it on screen; tag characters and a
-    # zero-width space show nothing at all.
-    sly = {"cmd": "deploy \u202e--force\u202c", "tag": "ok\U000e0072\U000e006d", "zw": "a\u200bb"}
-    await call(gate, "deploy.prod", sly)
+async def test_what_would_not_show_in_an_input_is_written_as_its_code(gate: Hub) -> None:
+    # A right-to-left override reverses what follows it on screen (the issue's example reads
+    # `echo safe ; rm -fr /tmp/beach.txt`); tag characters and a zero-width space show nothing.
+    sly = {"cmd": "echo safe \u202e; txt.hcaeb/ pmt/ fr- mr \u202c",
+           "tag": "ok\U000e0072\U000e006d", "zw": "a\u200bb"}
+    ask = await call(gate, "deploy.prod", sly)
 
     body = await posted(gate)
 
     block = re.search(r"^(`{3,})json\n(.*?)\n\1$", body, re.M | re.S)
     assert block is not None and block.group(2).isascii()
-    assert json.loads(block.group(2)) == sly  # the same JSON, every character of it seen
-    assert "\\u202e--force\\u202c" in block.group(2)
-    assert "written as JSON `\\uXXXX` escapes" in body and "cut" not in body
+    assert "echo safe [U+202E]; txt.hcaeb/ pmt/ fr- mr [U+202C]" in block.group(2)
+    assert "ok[U+E0072][U+E006D]" in block.group(2) and "a[U+200B]b" in block.group(2)
+    assert "\u202e" not in body and "\u200b" not in body
+    assert body.index("this request contains hidden or reordering characters") < body.index(block.group(0))
+    assert "written as their codes" in body and "cut" not in body
+    # Stored and returned as the agent sent it: only the display changed.
+    view = await gate.aye.get(ask["id"], operator=True)
+    assert view["input"] == sly
 
 
 async def test_a_long_input_is_cut_plainly_with_its_sha256_and_where_to_read_it(

@@ -142,7 +142,8 @@ def test_a_timed_out_start_says_the_work_is_cancelled_and_a_huge_one_fits_a_comm
                             work=WORK, agent="triage", responders=["github:octocat"])
     body = messages.question_comment(ask, "a7")
     assert len(body.encode()) <= messages.COMMENT_BUDGET
-    assert "\u202e" not in body and "\\u202e" in body  # shown, reordering nothing
+    assert "\u202e" not in body and r"- Title: \[U+202E\]\[U+202E\]" in body  # shown
+    assert "this request contains hidden or reordering characters" in body
     assert body.count("its address is too long to link here") == 0  # all five fit, encoded
 
     timed_out = ask.model_copy(update={"status": "expired", "outcome": "approval_timed_out"})

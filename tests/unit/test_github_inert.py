@@ -36,17 +36,18 @@ def test_agent_text_is_inert(written: str, shown: str) -> None:
     assert inert.text(written) == shown
 
 
-def test_what_would_not_show_is_written_as_an_escape() -> None:
-    assert inert.text("pay \u202eevil\u202c now") == r"pay \\u202eevil\\u202c now"
-    assert inert.text("tag\U000e0041 nbsp\u00a0") == r"tag\\udb40\\udc41 nbsp\\u00a0"
-    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
-    assert inert.text(f"emoji {family}\tok é") == f"emoji {family}\tok é"
-    assert inert.code_span("/answer \u202eyes") == "`/answer \\u202eyes`"
+def test_what_would_not_show_is_written_as_its_code() -> None:
+    # Its code's brackets are Markdown's, so escaped: GitHub shows `[U+202E]`.
+    assert inert.text("pay \u202eevil\u202c now") == r"pay \[U+202E\]evil\[U+202C\] now"
+    assert inert.text("tag\U000e0041 nbsp\u00a0") == r"tag\[U+E0041\] nbsp\[U+00A0\]"
+    assert inert.text("pay\u200dpal\u200b") == r"pay\[U+200D\]pal\[U+200B\]"
+    assert inert.text("emoji \U0001f44d\tok é") == "emoji \U0001f44d\tok é"
+    assert inert.code_span("/answer \u202eyes") == "`/answer [U+202E]yes`"
 
 
 def test_quotes_and_inline_text_keep_every_line_inside() -> None:
     assert inert.quoted("one\n\n> two\r<three>") == ["> one", ">", "> &gt; two", "> &lt;three&gt;"]
-    assert inert.inline("one\ntwo\u2028three") == "one two three"
+    assert inert.inline("one\ntwo\u2028three") == r"one two\[U+2028\]three"
 
 
 @pytest.mark.parametrize("code", ["plain", "a ``` b", "````", "`x`", ""])
