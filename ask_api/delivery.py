@@ -20,8 +20,14 @@ def gone(request: web.Request) -> bool:
 
 
 async def send_whole(request: web.Request, response: web.StreamResponse) -> bool:
-    """Write `response` now, to the last byte; True when every byte was handed to the
-    operating system on a connection that was still open before and after (see end_whole)."""
+    """Write `response` now, to the last byte; True when its last byte was handed to the
+    operating system on a connection that was still open then (see end_whole)."""
+    # A close the client sent before now is read by the loop's next turn or two (its poll runs
+    # after the task that was ready): let them run before anything goes out. Not after: a client
+    # that has read the whole response may close at once (curl, HTTP/1.0, `Connection: close`),
+    # and a close read then says nothing about the bytes it had already read.
+    for _ in range(2):
+        await asyncio.sleep(0)
     if gone(request):
         return False
     try:
@@ -32,8 +38,9 @@ async def send_whole(request: web.Request, response: web.StreamResponse) -> bool
 
 
 async def end_whole(request: web.Request, response: web.StreamResponse) -> bool:
-    """End `response` (prepared, perhaps partly written): True when every byte of it was handed
-    to the operating system on a connection still open before and after.
+    """End `response` (prepared, perhaps partly written): True when its last byte was handed to
+    the operating system on a connection still open at that moment, whatever the client does
+    after; False when the connection was gone (or going) before.
 
     Beyond that nothing at the HTTP level can say more: a client that dies in the instant after
     its kernel took the bytes loses them."""
@@ -50,8 +57,9 @@ async def end_whole(request: web.Request, response: web.StreamResponse) -> bool:
     finally:
         if not transport.is_closing():
             transport.set_write_buffer_limits()
-    # A close the client sent before the last write is read by the loop's next turn or two
-    # (its poll runs after the task that was ready): let it run, then look.
-    for _ in range(2):
-        await asyncio.sleep(0)
+    # Looked at with no turn of the loop in between: write_eof() returned in the turn that
+    # wrote (the kernel took every byte at once), or it waited, and then resumes at the turn
+    # after the one whose write emptied the buffer, before that turn reads any socket. Either
+    # way a close seen here was read before the last byte went (a send that failed, a close
+    # read in the same turn before the write), never one the client sent after reading it.
     return not gone(request)

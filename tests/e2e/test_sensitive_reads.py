@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
+import shutil
+import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -186,6 +190,80 @@ async def test_the_python_clients_wait_cut_by_wait_for_erases_nothing(served: Se
         assert got["answer"]["value"] == SECRET
         again = await aye.wait(ask["id"], timeout=5)
     assert again["answer"] == ERASED
+
+
+# -- clients that close as soon as they have read ---------------------------------------------
+
+
+def read_and_close(port: int, path: str, request_line: str, close: bool) -> bytes:
+    """One request over a raw socket (in a thread, so it reads the instant the kernel has the
+    bytes, not when the server's loop lets it), the whole response read, then the socket closed
+    at once: as curl, a one-shot `requests.get` or an HTTP/1.0 client do."""
+    head = (f"GET {path} {request_line}\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {AGENT_TOKEN}\r\n"
+            + ("Connection: close\r\n" if close else "") + "\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        headers, _, body = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?im)^content-length:\s*(\d+)", headers)[1])  # type: ignore[index]
+        while len(body) < length:
+            body += sock.recv(65536)
+    return body
+
+
+async def curl(port: int, path: str) -> bytes:
+    process = await asyncio.create_subprocess_exec(
+        "curl", "-sS", "--noproxy", "*", "-H", f"Authorization: Bearer {AGENT_TOKEN}",
+        f"http://127.0.0.1:{port}{path}", stdout=asyncio.subprocess.PIPE)
+    out, _ = await process.communicate()
+    assert process.returncode == 0
+    return out
+
+
+CLOSING_CLIENTS: list[Callable[[int, str], Awaitable[bytes]]] = [
+    lambda port, path: asyncio.to_thread(read_and_close, port, path, "HTTP/1.0", False),
+    lambda port, path: asyncio.to_thread(read_and_close, port, path, "HTTP/1.1", True),
+    lambda port, path: asyncio.to_thread(read_and_close, port, path, "HTTP/1.0", True),
+]
+if shutil.which("curl"):
+    CLOSING_CLIENTS.append(curl)
+
+
+@contextlib.asynccontextmanager
+async def busy_loop() -> AsyncIterator[None]:
+    """Other work on the server's loop, as on a server under load: every turn of the loop ends
+    with a few milliseconds of it (a reader that is always ready, run after the turn's other
+    callbacks, in a call that lets other threads and processes run meanwhile). A client that
+    closes the instant it has read has then closed before the server's loop looks again."""
+    loop = asyncio.get_running_loop()
+    ready, other = socket.socketpair()
+    other.send(b"x")  # never read: `ready` is readable at every turn
+    loop.add_reader(ready, time.sleep, 0.003)
+    try:
+        yield
+    finally:
+        loop.remove_reader(ready)
+        ready.close()
+        other.close()
+
+
+async def test_a_read_by_a_client_that_closes_at_once_erases(served: Served) -> None:
+    """The response was handed in full to an open connection: it was delivered, though the
+    client closed the instant it had read it. The next read shows the answer erased."""
+    missed = []
+    for round in range(2):
+        for number, client in enumerate(CLOSING_CLIENTS):
+            ask = await served.sensitive_ask()
+            await served.answer(ask)
+            async with busy_loop():
+                got = json.loads(await client(served.site.port, f"/v1/asks/{ask['id']}"))
+            assert got["answer"]["value"] == SECRET
+            if await served.answer_of(ask) != ERASED:
+                missed.append((round, number))
+    assert missed == []
 
 
 # -- MCP --------------------------------------------------------------------------------------
