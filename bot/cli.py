@@ -23,6 +23,7 @@ from bot import cli_audit, cli_formats, cli_show, cli_watch, logs
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.token_file import read_token_file, token_file_path
+from core.domain.visible import HIDDEN_WARNING, approval_hides
 
 SERVE_ENV = """environment (a .env file in the working folder is read too; the real environment wins):
   AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)
@@ -177,6 +178,9 @@ def cmd_asks(client: Client, args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
+    for ask in rows:  # below the table: a column has no room for the whole sentence
+        if ask.get("kind") == "approval" and approval_hides(ask.get("operation"), ask.get("input")):
+            print(f"{line(ask['ref'])}: careful, {HIDDEN_WARNING} (shown as codes such as [U+202E])")
     return EXIT_OK
 
 
@@ -186,7 +190,8 @@ def _what(ask: dict[str, Any]) -> str:
     if ask.get("operation") == "human.start":
         return str(ask["question"])  # "May triage start on github:o/r#7? (title)"
     if ask.get("operation"):
-        shown = json.dumps(ask.get("input"), sort_keys=True, separators=(",", ":"))
+        shown = json.dumps(ask.get("input"), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)  # one_line shows hidden characters as codes
         return f"approve {ask['operation']} {shown}"
     return str(ask["question"])
 

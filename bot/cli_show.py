@@ -10,9 +10,12 @@ from typing import Any
 from bot import cli_formats
 from bot.cli_text import block, joined, line, relative, when
 from core.domain.rules import REASONS
+from core.domain.visible import HIDDEN_WARNING, approval_hides, visible_json
 
 START = "human.start"  # the operation a start's approval is recorded as
 HASHES = ("input_sha256", "call_sha256")
+# Above an approval whose operation or input holds a control or format character.
+HIDDEN_LINE = f"warning: {HIDDEN_WARNING}, shown as codes such as [U+202E]"
 
 
 def show(ask: dict[str, Any]) -> None:
@@ -33,12 +36,14 @@ def _show_what(ask: dict[str, Any]) -> None:
     print(f"{line(ask['ref'])}  {line(ask['kind'])}  {line(ask['status'])}"
           f"  (agent {line(ask.get('agent', '?'))})")
     print(f"question: {block(ask['question'])}")
+    if ask.get("kind") == "approval" and approval_hides(ask.get("operation"), ask.get("input")):
+        print(HIDDEN_LINE)
     if ask.get("operation") == START:
         _show_start(ask.get("input") or {})
     elif ask.get("operation"):
         print(f"operation: {line(ask['operation'])}")
-        # JSON escapes every control character in its strings; cleaned all the same.
-        print(f"input: {block(json.dumps(ask.get('input'), indent=2, sort_keys=True), '')}")
+        # Readable letters; every control and format character as its code (or JSON escape).
+        print(f"input: {block(visible_json(ask.get('input'), indent=2, sort_keys=True), '')}")
     elif ask.get("context"):
         print(f"context: {block(ask['context'])}")
     for name in HASHES:  # an approval's, each named as what it is (as every surface shows it)
@@ -63,7 +68,8 @@ def _show_what(ask: dict[str, Any]) -> None:
 def _show_start(what: dict[str, Any]) -> None:
     """A start's approval: what would start, in words (`start: triage on github:o/r#7`)."""
     work = what.get("work") or {}
-    where = ", ".join(f"{line(k)} {line(json.dumps(v, sort_keys=True))}" for k, v in work.items())
+    where = ", ".join(f"{line(k)} {line(json.dumps(v, sort_keys=True, ensure_ascii=False))}"
+                      for k, v in work.items())
     print(f"start: agent {line(what.get('agent', '?'))} on {where or 'its work'}")
     for key in ("title", "trigger"):
         if what.get(key):

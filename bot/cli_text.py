@@ -1,11 +1,15 @@
 """How the CLI prints what the server sent: every piece of agent text without terminal
-controls, times as people read them."""
+controls (each shown as its code, `[U+202E]`, as on every surface: core.domain.visible), times
+as people read them."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
-from bot.logs import escape_controls
+from core.domain.visible import visible
+
+PART_CODE = re.compile(r"\[(U(\+[0-9A-F]*)?)?$")
 
 
 def when(text: str | None) -> float | None:
@@ -31,21 +35,23 @@ def relative(ts: float | None, now: float) -> str:
 
 def line(value: object) -> str:
     """Server text on one line: whitespace runs (line breaks too) as one space, and every
-    other control character as its escape (`\\x1b`, `\\u202e`), so that no agent can move the
-    cursor, rewrite a line, reorder text or write the clipboard of the operator's terminal."""
-    return escape_controls(" ".join(str(value).split()))
+    other control or format character as its code (`[U+001B]`, `[U+202E]`), so that no agent
+    can move the cursor, rewrite a line, reorder text or write the clipboard of the operator's
+    terminal."""
+    return " ".join(visible(str(value), multiline=True).split())
 
 
 def block(value: object, indent: str = "  ") -> str:
     """Server text over several lines, each cleaned as by `line` but for its spaces, the lines
     after the first indented: only the CLI's own labels start at the margin."""
     lines = str(value).replace("\r\n", "\n").split("\n")
-    return ("\n" + indent).join(escape_controls(text.expandtabs(4)) for text in lines)
+    return ("\n" + indent).join(visible(text.expandtabs(4)) for text in lines)
 
 
 def one_line(text: str, width: int) -> str:
     flat = line(text)
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    # Cut before a code rather than inside it: `[U+20…` would name no character.
+    return flat if len(flat) <= width else PART_CODE.sub("", flat[: width - 1]) + "…"
 
 
 def joined(value: object) -> str:

@@ -161,7 +161,7 @@ async def test_show_prints_a_forms_fields_media_and_typed_answer(
         "  link  https://docs.example/runbook",
     ]
     # The caption without its terminal controls (checked by aye()), shown escaped.
-    assert lines[at + 9].startswith("  image  Costs a\\x1b]52;c;SGVsbG8=\\x07b c\\x1b[2Kd")
+    assert lines[at + 9].startswith("  image  Costs a[U+001B]]52;c;SGVsbG8=[U+0007]b[U+000D]c[U+001B][2Kd")
     assert lines[at + 9].endswith("  https://cdn.example/plot.png")
     assert "format: form (one line of JSON with the fields below)" in lines
     at = next(i for i, text in enumerate(lines) if text.startswith("answer:"))

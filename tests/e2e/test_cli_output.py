@@ -92,19 +92,29 @@ async def test_asks_and_show_print_no_terminal_controls(tmp_path: Path, server: 
 
     listed = clean(run(tmp_path, url, "asks", "--all"))
     lines = listed.splitlines()
-    assert len(lines) == 4, listed  # the header and one line per ask
+    # The header, one line per ask, and the approval's mark (its input hides characters).
+    assert len(lines) == 5, listed
     row = next(line for line in lines if line.startswith(chosen["ref"] + " "))
-    assert "Ship a\\x1b]52;c;SGVsbG8=\\x07b" in row
+    assert "Ship a[U+001B]]52;c;SGVsbG8=[U+0007]b[U+000D]c" in row
+    assert "bot[U+001B][2K…" in row  # cut before a code, never inside it
+    assert lines[4] == (f"{gated['ask']['ref']}: careful, this request contains hidden or "
+                        "reordering characters (shown as codes such as [U+202E])")
 
     for ref in (chosen["ref"], free["ref"], gated["ask"]["ref"]):
         shown = clean(run(tmp_path, url, "show", ref))
-        assert "bot\\x1b[2K\\u202eevil" in shown  # the agent's name, escaped not dropped
+        assert "bot[U+001B][2K[U+202E]evil" in shown  # the agent's name, shown not dropped
     shown = clean(run(tmp_path, url, "show", chosen["ref"]))
     lines = shown.splitlines()
     # A multi-line question keeps its line breaks, each line cleaned; nothing starts a line
     # at the left margin but the CLI's own labels.
-    assert lines[1].startswith("question: Ship a\\x1b]52;c;SGVsbG8=\\x07b\\rc\\x1b[2Kd")
-    assert lines[2].startswith("  second a\\x1b]52")
-    for text in ("1. opt a\\x1b]52", "note: note a\\x1b]52", "ctx a\\x1b]52", "\\u202eh\\u2066i"):
+    assert lines[1].startswith("question: Ship a[U+001B]]52;c;SGVsbG8=[U+0007]b[U+000D]c[U+001B][2Kd")
+    assert lines[2].startswith("  second a[U+001B]]52")
+    for text in ("1. opt a[U+001B]]52", "note: note a[U+001B]]52", "ctx a[U+001B]]52",
+                 "[U+202E]h[U+2066]i", "[U+2028]l[U+2029]m[U+0085]n"):
         assert text in shown
+    assert "warning: this request" not in shown  # a question is not an approval
+    approval = clean(run(tmp_path, url, "show", gated["ask"]["ref"]))
+    assert "warning: this request contains hidden or reordering characters" in approval
+    assert '"key a\\u001b]52;c;SGVsbG8=\\u0007b\\rc' in approval  # JSON's own escapes
+    assert "[U+202E]h[U+2066]i" in approval
     assert "\n  more" in shown  # CRLF in the context is one line break

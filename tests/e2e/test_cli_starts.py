@@ -31,7 +31,7 @@ async def test_a_start_reads_as_what_would_start(tmp_path: Path, sqlite_url: str
         assert "May default start on github:octo/app#7?" in listed.stdout
         shown = run_cli(tmp_path, server.url, "show", ref).stdout
         assert "start: agent default on github " in shown and '"type": "pull"' in shown
-        assert "title: Fix the \\x1b[31mlogin" in shown and "\x1b" not in shown
+        assert "title: Fix the [U+001B][31mlogin" in shown and "\x1b" not in shown
         assert "trigger: labelled agent" in shown
         assert "link: https://github.com/octo/app/pull/7" in shown
         assert "refusing it cancels this work for the agent" in shown

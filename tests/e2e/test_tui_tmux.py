@@ -116,7 +116,7 @@ async def test_a_key_press_answers_and_agent_controls_never_reach_the_terminal(
     terminal.press("j")  # the next ask: the nasty one, in full on the right
     shown = await terminal.until(lambda s: f"Nasty {mark}" in s and "context:" in s,
                                  "the nasty ask's panel")
-    assert "\\x1b]52;c;SGVsbG8=" in shown.replace("\n", "").replace("│", "")
+    assert "[U+001B]]52;c;SGVsbG8=" in shown.replace("\n", "").replace("│", "")
     raw = terminal.raw()
     assert not unsafe(SGR.sub("", raw)), unsafe(SGR.sub("", raw))
     assert "\x1b]" not in raw and "\x07" not in raw and "\u202e" not in raw

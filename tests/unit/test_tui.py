@@ -105,7 +105,7 @@ def test_agent_text_is_inert_in_the_list_and_the_panel() -> None:
         assert isinstance(cell, Text) and not cell.spans
     shown = panel.detail(ask)
     text = shown.plain
-    assert "[bold red]x[/]" in text and "\\x1b]52;c;SGVsbG8=\\x07" in text and "\\u202e" in text
+    assert "[bold red]x[/]" in text and "[U+001B]]52;c;SGVsbG8=[U+0007]" in text and "[U+202E]ab" in text
     assert not any(c in text for c in ("\x1b", "\x07", "\u202e"))
     assert all(span.style == "bold" for span in shown.spans)  # aye's own labels, nothing else
 
@@ -118,7 +118,7 @@ def test_what_ran_and_the_receipt_show_where_the_server_has_them() -> None:
                  history=[{"at": "2030-01-01T00:01:00Z", "event": "outcome", "outcome": "failed",
                            "detail": "exit 1"}])
     text = panel.detail(ask).plain
-    assert "run: outcome failed, detail exit 1\\x1b[2K, at 2030-01-01T00:01:00Z" in text
+    assert "run: outcome failed, detail exit 1[U+001B][2K, at 2030-01-01T00:01:00Z" in text
     assert "receipt: eyJhbGciOiJFZERTQSJ9.e30.c2ln" in text
     assert "outcome  (outcome failed, detail exit 1)" in text
 
