@@ -130,6 +130,9 @@ class HistoryEntry(Shown):
     outcome: Outcome | RunOutcome = sometimes("how an approval closed; what ran (`outcome`)")
     detail: str | None = sometimes("what the agent said of what ran")
     usable_again: bool = sometimes("a `not_run` that gave the grant back")
+    use: int = sometimes("which use of an approval's grant (`used`, `outcome`): 1, 2, …")
+    receipt_sha256: str = sometimes(
+        "the entry that decided an approval: the SHA-256 of its receipt (the compact JWS)")
     answer: str = sometimes("a refused answer as given, cut to 300 characters")
     field: str = sometimes()
     message: str = sometimes()

@@ -351,12 +351,12 @@ class AskApi:
         assert caller.agent is not None
         try:
             done = await self.asks.report_outcome(caller.agent, body.approval, body.outcome,
-                                                  body.detail)
+                                                  body.detail, body.use)
         except NotYours:
             raise ApiError(404, "not_found", "approval: no approval of this agent has that id",
                            "approval") from None
         except NotReportable as refused:
-            raise ApiError(409, refused.code, str(refused), "approval") from None
+            raise ApiError(409, refused.code, str(refused), refused.field) from None
         return web.json_response({"approval": done.ask.id, "outcome": body.outcome,
                                   "usable_again": done.usable_again})
 

@@ -164,6 +164,9 @@ class OutcomeBody(Body):
     approval: Annotated[StrictStr, Field(min_length=1, max_length=64)]
     outcome: Literal["ran", "failed", "not_run"]
     detail: Annotated[StrictStr, Field(max_length=500)] | None = None
+    # Which use of the approval (1, 2, …); the latest when left out. Bounded, so that it fits
+    # the store's integer.
+    use: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 
 
 class WaitBody(Body):

@@ -337,28 +337,32 @@ async def unused_approval(conn: Conn, call_hash: str, since: float) -> AskRow | 
     )
 
 
-async def use_approval(conn: Conn, seq: int | None, now: float) -> bool:
-    """Single use, decided by the database: True for the one call that used it. A use after
-    a `not_run` gave the grant back starts its own outcome."""
-    won = await conn.execute(
+async def use_approval(conn: Conn, seq: int | None, now: float) -> int | None:
+    """Single use, decided by the database: the use's number (1, then 2 after a `not_run`
+    gave the grant back) for the one call that used it, None for every other. Each use starts
+    its own outcome."""
+    found = (await conn.execute(
         update(ASKS).where(A.seq == seq, A.approval_used_at.is_(None)).values(
-            approval_used_at=now, run_outcome=None, run_detail=None, run_at=None)
-    )
-    return bool(won.rowcount == 1)
+            approval_used_at=now, approval_uses=func.coalesce(A.approval_uses, 0) + 1,
+            run_outcome=None, run_detail=None, run_at=None)
+        .returning(A.approval_uses)
+    )).first()
+    return None if found is None else int(found[0])
 
 
 async def report_run(
-    conn: Conn, seq: int | None, outcome: str, detail: str | None, now: float, give_back: bool
+    conn: Conn, seq: int | None, use: int, outcome: str, detail: str | None, now: float,
+    give_back: bool,
 ) -> bool:
-    """What ran after a use of the approval, once per use, decided by the database: True for
-    the one report taken. `give_back` (a `not_run` within the grant's window) makes the grant
-    usable once more."""
+    """What ran after use `use` of the approval, once per use, decided by the database: True
+    for the one report taken (only the latest use, still in use, takes one). `give_back` (a
+    `not_run` the domain lets give the grant back) makes the grant usable once more."""
     values: dict[str, Any] = {"run_outcome": outcome, "run_detail": detail, "run_at": now}
     if give_back:
         values["approval_used_at"] = None
     won = await conn.execute(
         update(ASKS).where(A.seq == seq, A.approval_used_at.is_not(None),
-                           A.run_outcome.is_(None)).values(**values)
+                           A.approval_uses == use, A.run_outcome.is_(None)).values(**values)
     )
     return bool(won.rowcount == 1)
 

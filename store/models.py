@@ -97,6 +97,10 @@ class AskRow(SQLModel, table=True):
     run_outcome: str | None = Field(default=None, max_length=16)
     run_detail: str | None = Field(default=None, sa_column=Column(Text))
     run_at: float | None = None
+    # How many times the single grant was used (NULL: never); a `not_run` gives back use 1 only.
+    approval_uses: int | None = None
+    # A decided approval's receipt (a compact JWS), signed once at the decision and kept.
+    receipt: str | None = Field(default=None, sa_column=Column(Text))
     # A destructive ask (`"danger": true`, or a gate's `danger = true`): its affirmative answer
     # is a danger-styled control with a confirmation step on every surface.
     danger: bool | None = None

@@ -9,7 +9,9 @@ What a change must also do is done by the block, so a new kind of change cannot 
 - `insert` counts the agent's limits (core.app.counting), writes the `created` entry, the
   surfaces' posts and the `ask.created` event;
 - `close_if_open` (the one conditional write that decides a close) writes the surfaces'
-  updates, one open ask fewer, and the close's event; after the commit it wakes the ask's
+  updates, one open ask fewer, and the close's event; a decided approval's receipt is signed
+  and kept in that same write, and its hash (`receipt_sha256`) goes into the next history
+  entry about the ask (the one recording the decision); after the commit it wakes the ask's
   parked agents with the closed row and counts the close;
 - `escalate_if_open`, `remind_if_open` and `count_approval` write their surfaces' rows (and
   the escalation its event).
@@ -28,12 +30,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.app import counting
+from core.app import counting, receipts
 from core.app.ports import CLOSE, ESCALATE, POST, RAN, REMIND, UPDATE
 from core.app.reads import Reads
 from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, OUTCOME, WITHDRAWN
 from core.domain import rules
-from core.domain.ask import AskValues
+from core.domain.ask import AskValues, is_approval
 from core.domain.logline import emit
 from core.domain.types import AgentInfo, AlreadySeen, FollowUp, Seen
 from store import append, outbox, posts
@@ -43,6 +45,7 @@ from store.models import AskRow
 
 if TYPE_CHECKING:
     from core.app.places import Places
+    from core.app.receipts import Sealer
     from core.app.signals import Signals
     from core.app.tally import Tally
     from core.app.timing import Clock
@@ -51,6 +54,11 @@ log = logging.getLogger("aye.asks")
 
 # The event each way of closing records.
 CLOSED_EVENT = {rules.ANSWERED: ANSWERED, rules.EXPIRED: EXPIRED, rules.WITHDRAWN: WITHDRAWN}
+
+
+def deciding(ask: AskRow) -> bool:
+    """Whether a change about `ask` may decide an approval of a call, and so sign its receipt."""
+    return ask.status == rules.OPEN and ask.operation is not None and is_approval(ask)
 
 
 @dataclass(slots=True)
@@ -79,6 +87,9 @@ class Change:
         self._outbox: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
         self._notify: list[str] = []
+        # The hash of each receipt signed in this change, by ask, until the entry recording
+        # the decision takes it.
+        self._sealed: dict[int | None, str] = {}
         self.after = _After()
         # The agents' reads this change writes (core.app.reads), and whether they go back to
         # be written alone should it fail.
@@ -129,10 +140,17 @@ class Change:
         """Close the ask with `values` (its `status` among them) if it is still open: the one
         conditional write that decides a close, across processes. When it won: the surfaces'
         updates, one open ask fewer, the close's event; after the commit its parked agents
-        are woken with the closed row and the close is counted."""
+        are woken with the closed row and the close is counted. A decided approval's receipt
+        is signed and written with the close: `values` gains it (`receipt`)."""
         ask = self._ask(ask)
         postgres = self._parts.store.is_postgres
+        sealer = self._parts.sealer
+        sealed = await sealer.seal(self.conn, ask.model_copy(update=values)) if sealer else None
+        if sealed is not None:
+            values["receipt"] = sealed
         won = await counting.close_if_open(self.conn, ask.seq, ask.agent, values, postgres)
+        if won and sealed is not None:
+            self._sealed[ask.seq] = receipts.sha256(sealed)
         if won:
             status = values["status"]
             self.outbox(CLOSE, ask)
@@ -169,18 +187,20 @@ class Change:
             self.event(ESCALATED, ask)
         return won
 
-    async def use_approval(self, ask: AskRow | None = None) -> bool:
-        """The approval lets its call through, once: the store decides which caller uses it."""
+    async def use_approval(self, ask: AskRow | None = None) -> int | None:
+        """The approval lets its call through, once: the store decides which caller uses it.
+        The use's number (1, 2 after a grant given back), None when this caller did not."""
         ask = self._ask(ask)
         return await q.use_approval(self.conn, ask.seq, self.now)
 
     async def report_run(
-        self, outcome: str, detail: str | None, give_back: bool, ask: AskRow | None = None
+        self, use: int, outcome: str, detail: str | None, give_back: bool,
+        ask: AskRow | None = None,
     ) -> bool:
-        """What ran after a use of the approval, once per use (the store decides); when taken,
-        its surfaces show it and the stream tells of it."""
+        """What ran after use `use` of the approval, once per use (the store decides); when
+        taken, its surfaces show it and the stream tells of it."""
         ask = self._ask(ask)
-        won = await q.report_run(self.conn, ask.seq, outcome, detail, self.now, give_back)
+        won = await q.report_run(self.conn, ask.seq, use, outcome, detail, self.now, give_back)
         if won:
             self.outbox(RAN, ask)
             self.event(OUTCOME, ask)
@@ -223,6 +243,9 @@ class Change:
         at: float | None = None,
     ) -> None:
         about = self._ask(ask)
+        sealed = self._sealed.pop(about.seq, None)
+        if sealed is not None:
+            detail = {**detail, "receipt_sha256": sealed}
         self._history.append({"ask_seq": about.seq, "at": self.now if at is None else at,
                               "event": event, "detail": detail})
         self._history_asks.append(about.id)
@@ -273,6 +296,8 @@ class Change:
         """Write what was collected: outbox rows, then the history entries (appended to the
         audit chain), the events and their NOTIFYs, last (store/append.py: on PostgreSQL under
         the commit-order lock, held to the commit)."""
+        if self._sealed:  # a decision no entry records: its receipt's hash would be lost
+            raise RuntimeError("a decided approval's receipt is in no history entry")
         if self._outbox:
             await outbox.add(self.conn, self._outbox)
         if self._history or self._events:  # it takes the lock anyway: the reads queued ride along
@@ -292,10 +317,12 @@ class Changes:
     decide which outbox rows a change writes."""
 
     def __init__(
-        self, store: Store, clock: Clock, signals: Signals, places: Places, tally: Tally
+        self, store: Store, clock: Clock, signals: Signals, places: Places, tally: Tally,
+        sealer: Sealer | None = None,
     ) -> None:
         self.store, self.clock, self.signals = store, clock, signals
         self.places, self.tally = places, tally
+        self.sealer = sealer  # signs decided approvals' receipts; None: none are signed
         self.head = append.Head()  # the audit chain's, as this process last left it
         self.reads = Reads(self)
 
@@ -307,6 +334,8 @@ class Changes:
         that caused it is recorded first: AlreadySeen, and nothing written, when it was acted
         on before."""
         change: Change | None = None
+        if self.sealer is not None and ask is not None and deciding(ask):
+            await self.sealer.ready()
         try:
             async with self.store.write() as conn:
                 change = Change(conn, self, ask)

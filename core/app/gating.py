@@ -53,11 +53,11 @@ async def call(
     if refused is not None:
         emit(log, "call.refused_again", approval=refused.id, **audit)
         return CallDecision(REFUSE, refused, refused.id, repeat=True,
-                            receipt=await receipts.receipt(parts, refused))
+                            receipt=await receipts.receipt(parts.store, refused))
     used = await _use_approval(parts, call_hash, now - gate.timeout)
     if used is not None:
         emit(log, "call.allowed", approval=used.id, **audit)
-        return CallDecision(ALLOW, used, used.id, receipt=await receipts.receipt(parts, used))
+        return CallDecision(ALLOW, used, used.id, receipt=await receipts.receipt(parts.store, used))
     pending = await open_call(parts, call_hash)
     if pending is not None:
         return CallDecision(PENDING, pending)
@@ -84,10 +84,10 @@ async def _use_approval(parts: Parts, call_hash: str, since: float) -> AskRow | 
     if ask is None:
         return None
     async with parts.change(ask) as ch:
-        won = await ch.use_approval()
-        if won:
-            ch.history("used", {"agent": ask.agent})
-    return ask if won else None
+        use = await ch.use_approval()
+        if use is not None:  # each use numbered, for its outcome and the audit's replay
+            ch.history("used", {"agent": ask.agent, "use": use})
+    return ask if use is not None else None
 
 
 async def _remembered(parts: Parts, call_hash: str, gate: Gate, now: float) -> AskRow | None:

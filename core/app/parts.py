@@ -13,6 +13,7 @@ from core.app.change import Changes
 from core.app.keys import Keyring
 from core.app.places import Places
 from core.app.reads import Reads
+from core.app.receipts import Sealer
 from core.app.signals import Signals
 from core.app.stream import EventHub
 from core.app.tally import Tallies
@@ -54,9 +55,12 @@ class Parts:
         places = places if places is not None else Places()
         signals = signals or Signals()
         tally = Tallies()
+        keys = keys or Keyring(store, now=clock.now)
+        gates = list(gates or [])
+        sealer = Sealer(keys, people, gates)  # decided approvals' receipts, signed as decided
         return cls(
-            store=store, clock=clock, defaults=defaults, gates=list(gates or []), places=places,
-            signals=signals, tally=tally, change=Changes(store, clock, signals, places, tally),
-            stream=EventHub(store, clock, signals.events_poke), people=people,
-            keys=keys or Keyring(store, now=clock.now),
+            store=store, clock=clock, defaults=defaults, gates=gates, places=places,
+            signals=signals, tally=tally,
+            change=Changes(store, clock, signals, places, tally, sealer),
+            stream=EventHub(store, clock, signals.events_poke), people=people, keys=keys,
         )

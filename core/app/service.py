@@ -219,17 +219,18 @@ class Service:
         return await answers.withdraw(self._parts, ask, by)
 
     async def report_outcome(
-        self, agent: AgentInfo, approval: str, outcome: str, detail: str | None
+        self, agent: AgentInfo, approval: str, outcome: str, detail: str | None,
+        use: int | None = None,
     ) -> Reported:
-        """What ran after the agent used `approval` (core.app.outcomes): NotYours,
-        NotReportable."""
-        return await outcomes.report(self._parts, agent, approval, outcome, detail)
+        """What ran after the agent's use `use` (None: the latest) of `approval`
+        (core.app.outcomes): NotYours, NotReportable."""
+        return await outcomes.report(self._parts, agent, approval, outcome, detail, use)
 
     # -- receipts ------------------------------------------------------------------------
 
     async def receipt(self, ask: AskRow) -> str | None:
         """A decided approval's signed receipt (None for any other ask)."""
-        return await receipts.receipt(self._parts, ask)
+        return await receipts.receipt(self._parts.store, ask)
 
     async def jwks(self) -> dict[str, Any]:
         """The public keys that verify receipts, the current one first."""

@@ -71,6 +71,8 @@ class Ask(Protocol):
     run_outcome: str | None
     run_detail: str | None
     run_at: float | None
+    approval_uses: int | None
+    receipt: str | None
     danger: bool | None
     ref_base36: bool | None
 

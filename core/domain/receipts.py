@@ -1,7 +1,6 @@
 """What a receipt says: the claims aye signs for a decided approval (core.app.receipts signs
-them). A receipt is a function of the ask and its history alone, so the same approval gets the
-same claims on every read and on every process; what runs afterwards (an outcome) is not in it,
-but in the audit trail.
+them, once, as the approval is decided, and keeps them). A receipt is a function of the ask and
+its history alone; what runs afterwards (an outcome) is not in it, but in the audit trail.
 
 Claims: `iss`, `sub` (the approval's id), `ref`, `agent`, `operation`, `input_sha256`,
 `call_sha256`, `work`, `decision` (approved, approval_refused, approval_timed_out), `approvers`
@@ -46,6 +45,10 @@ def approvers(ask: Ask, history: Sequence[Mapping[str, Any]], people: People) ->
         for entry in counted:
             seen.setdefault(str(entry["by"]), _approver(
                 str(entry["by"]), entry.get("surface"), float(entry["at"]), people))
+        # The approver who completed the quorum is signed for as the approval is decided,
+        # before their own entry is written: the closed row says who, where and when.
+        seen.setdefault(ask.answered_by, _approver(
+            ask.answered_by, ask.answer_surface, ask.closed_at or 0.0, people))
         return [seen[by] for by in ask.approvers or [] if by in seen]
     return [_approver(ask.answered_by, ask.answer_surface, ask.closed_at or 0.0, people)]
 
