@@ -33,7 +33,7 @@ from bot.run import CannotListen, check_port, run
 from bot.settings import Settings, SettingsError, reach
 from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
-from bot.token_file import ensure_tokens, token_file_path
+from bot.token_file import TokensElsewhere, ensure_tokens, keep_in_store, token_file_path
 from core.app import delivery
 from core.app.keys import Keyring
 from core.app.parts import Parts
@@ -296,11 +296,14 @@ def serve() -> int:
         return _fail(str(exc))
     token_path = token_file_path(settings.database_url)
     try:
-        operator, agent, _ = ensure_tokens(
-            token_path, settings.operator_token, settings.agent_token, need_agent=not config.agents
+        operator, agent = ensure_tokens(
+            token_path, settings.operator_token, settings.agent_token, need_agent=not config.agents,
+            keep=lambda mine: asyncio.run(keep_in_store(settings.database_url, mine)),
         )
     except OSError as exc:
         return _fail(f"cannot write the token file {token_path}: {exc.strerror}")
+    except (TokensElsewhere, StoreError) as exc:
+        return _fail(str(exc))
     shared = [a.name for a in config.agents if a.token() == operator]
     if shared or (agent is not None and agent == operator):
         who = f"agent {shared[0]}" if shared else "the default agent (AYE_AGENT_TOKEN)"

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from store.database_url import canonical
 from store.urls import sqlite_path
 
 TOKEN_FILE_NAME = "aye-tokens.json"
+PREFIX = {"operator": "aye_op_", "agent": "aye_ag_"}
+# Given the generated tokens by kind, the kinds whose token the store keeps (keep_in_store).
+Keep = Callable[[dict[str, str]], set[str]]
+
+
+class TokensElsewhere(Exception):
+    """The store keeps generated tokens this folder's file does not hold: one line for
+    the operator, and `aye serve` exits 2 with it."""
 
 
 def token_file_path(database_url: str) -> Path:
@@ -38,24 +49,57 @@ def _write_token_file(path: Path, tokens: dict[str, str]) -> None:
 
 
 def ensure_tokens(
-    path: Path, operator: str | None, agent: str | None, need_agent: bool
-) -> tuple[str, str | None, bool]:
-    """The operator token and the default agent's, generating (and keeping) what is unset.
+    path: Path, operator: str | None, agent: str | None, need_agent: bool, keep: Keep,
+) -> tuple[str, str | None]:
+    """The operator token and the default agent's (None when not needed), generating what is
+    unset. A generated token is used only when `keep` says its hash is the one the store keeps
+    (the first process's), and only then written to the file: TokensElsewhere when the store
+    keeps another process's tokens that this folder's file does not hold.
 
-    Returns (operator token, default agent token or None, whether the file was written).
-    """
-    stored = read_token_file(path)
-    changed = False
-    if operator is None:
-        if "operator" not in stored:
-            stored["operator"] = "aye_op_" + secrets.token_urlsafe(32)
-            changed = True
-        operator = stored["operator"]
-    if need_agent and agent is None:
-        if "agent" not in stored:
-            stored["agent"] = "aye_ag_" + secrets.token_urlsafe(32)
-            changed = True
-        agent = stored["agent"]
-    if changed:
-        _write_token_file(path, stored)
-    return operator, (agent if need_agent else None), changed
+    The folder is locked meanwhile, so two processes started in it share one pair."""
+    wanted = [kind for kind, given in (("operator", operator), ("agent", agent))
+              if given is None and (kind == "operator" or need_agent)]
+    if wanted:
+        with _folder_turn(path.parent):
+            on_file = read_token_file(path)
+            mine = {kind: on_file.get(kind) or PREFIX[kind] + secrets.token_urlsafe(32)
+                    for kind in wanted}
+            if keep(mine) != set(wanted):
+                raise TokensElsewhere(_elsewhere(path, on_file))
+            if any(kind not in on_file for kind in wanted):
+                _write_token_file(path, {**on_file, **mine})
+        operator, agent = mine.get("operator", operator), mine.get("agent", agent)
+    return operator or "", (agent if need_agent else None)
+
+
+def _elsewhere(path: Path, on_file: dict[str, str]) -> str:
+    held = f"{path.resolve()} holds others" if on_file else f"{path.resolve()} is not here"
+    return (f"the store keeps the tokens another aye serve generated, and {held}: set "
+            "AYE_OPERATOR_TOKEN and AYE_AGENT_TOKEN, or copy that process's aye-tokens.json here")
+
+
+@contextmanager
+def _folder_turn(folder: Path) -> Iterator[None]:
+    """The folder locked (flock on its own descriptor: no file is made) while one process
+    reads, keeps and writes its tokens."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
+
+
+async def keep_in_store(database_url: str, tokens: dict[str, str]) -> set[str]:
+    """core.app.tokens.keep_generated on the store at `database_url` (opened, and migrated, for
+    it): StoreError when it cannot be used."""
+    # Here: the CLI reads the token file without loading the store's libraries.
+    from core.app.tokens import keep_generated
+    from store.db import Store
+
+    store = Store(database_url)
+    try:
+        await store.open()
+        return await keep_generated(store, tokens)
+    finally:
+        await store.close()
