@@ -28,6 +28,7 @@ OPENAPI = "3.1.0"
 PATH = "/v1/openapi.json"
 WHOAMI = "/v1/whoami"  # ask_api/whoami.py
 AUDIT = "/v1/audit"  # ask_api/audit.py
+AUDIT_HEAD = "/v1/audit/head"  # ask_api/audit.py: no token
 KEYS = "/v1/keys"  # ask_api/routes.py: no token
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
@@ -237,7 +238,8 @@ def decisions(op_id: str, summary: str, model: str, refusals: str, examples: dic
 
 
 def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """`/v1/events` (Server-Sent Events) and this document."""
+    """`/v1/events` (Server-Sent Events), this document, and the audit chain's routes."""
+    from ask_api.audit import audit_paths  # the routes' own module, which imports this one
     event = {
         "type": "object", "required": ["id", "event", "data"],
         "properties": {
@@ -269,37 +271,7 @@ def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
         tags=["meta"],
     )
     return {"/v1/events": {"get": stream}, PATH: {"get": document}, WHOAMI: {"get": whoami},
-            AUDIT: {"get": audit_operation()}}
-
-
-def audit_operation() -> dict[str, Any]:
-    """`GET /v1/audit`: the audit chain (ask_api/audit.py)."""
-    entry = {"type": "object", "required": ["seq", "at", "ask", "event", "prev", "hash"],
-             "properties": {"seq": {"type": "integer", "minimum": 1}, "at": {"type": "number"},
-                            "ask": {"type": "string"}, "event": {"type": "string"},
-                            "prev": {"type": "string"}, "hash": {"type": "string"}},
-             "additionalProperties": True}
-    page = {"type": "object", "required": ["entries", "next"],
-            "properties": {"entries": {"type": "array", "items": entry},
-                           "next": {"type": ["integer", "null"]}}}
-    seq = {"type": "string", "pattern": "^[0-9]+$", "maxLength": 20}
-    return operation(
-        "audit", "The audit chain",
-        "The operator's token. Every history entry of every ask, oldest first, each with its "
-        "`seq`, the `hash` of the one before (`prev`) and its own `hash` (SHA-256 of its RFC "
-        "8785 canonical JSON without `hash`). `next`: the `after` of the next page; null at "
-        "the end.",
-        {**ok("a page of the chain", page),
-         **errors({401: ("unauthorized",), 403: ("operator_only",),
-                   422: ("invalid_field",), 503: ("busy",)})},
-        parameters=[
-            {"name": "after", "in": "query", "required": False, "schema": seq,
-             "description": "entries after this seq (default 0: from the first)"},
-            {"name": "limit", "in": "query", "required": False, "schema": seq,
-             "description": "entries a page, 1 to 1000 (default 100)"},
-        ],
-        tags=["meta"],
-    )
+            **audit_paths()}
 
 
 def outcome_operation() -> dict[str, Any]:

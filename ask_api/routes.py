@@ -12,7 +12,7 @@ from ask_api.creating import create, new_ask
 from ask_api.delivery import send_whole
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
-from ask_api.openapi import OpenApi
+from ask_api.openapi import AUDIT_HEAD, OpenApi
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
@@ -39,6 +39,8 @@ MAX_SEQ = 2**63 - 1  # asks are numbered in a 64-bit column
 CALLER = web.RequestKey("caller", Caller)
 BY_SESSION = web.RequestKey("by_session", bool)  # the caller is the inbox's session, not a token
 KEYS = "/v1/keys"  # the public keys that verify receipts: no token
+# No token either: what anyone checking a receipt or the audit chain reads.
+PUBLIC = frozenset((KEYS, AUDIT_HEAD))
 __all__ = ["ApiError", "AskApi", "errors"]
 
 
@@ -118,8 +120,8 @@ class AskApi:
         every request (CPU, and the memory a parked `wait` holds: bench/)."""
         if not request.path.startswith("/v1/") or request.path.startswith(DOOR):
             return handler(request)  # an external ask's door: signed, not a bearer
-        if request.path == KEYS:
-            return handler(request)  # public keys, for anyone checking a receipt
+        if request.path in PUBLIC:
+            return handler(request)  # public keys and the signed head, for anyone checking
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         # Bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): no token has them.
         usable = scheme.lower() == "bearer" and not SURROGATE.search(token)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -27,10 +28,10 @@ from bot import logs
 from bot.config import AyeConfig, ConfigError, load_config
 from bot.connections import BodyTimeout
 from bot.listener import PgListener
-from bot.loops import Deliverer, run_clock
+from bot.loops import Deliverer, run_audit_head, run_clock
 from bot.metrics import setup as setup_metrics
 from bot.run import CannotListen, check_port, run
-from bot.settings import Settings, SettingsError, reach
+from bot.settings import AUDIT_HEAD_EVERY_S, Settings, SettingsError, reach
 from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
 from bot.token_file import TokensElsewhere, ensure_tokens, keep_in_store, token_file_path
@@ -106,7 +107,7 @@ def create_app(
         session_key=tokens.derived_key(b"web inbox sessions"),
         providers=sign_ins_on, origin=settings.origin,
     )
-    app.cleanup_ctx.append(_lifecycle)
+    app.cleanup_ctx.append(functools.partial(_lifecycle, head_every=settings.audit_head_every))
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
     setup_mcp(app, service, tokens, host=settings.host, public_url=settings.public_url)
     # Last: its middleware goes first (it sees every status), its series start with every surface.
@@ -176,7 +177,9 @@ def describe(settings: Settings, plugins: Sequence[SurfacePlugin] = PLUGINS) -> 
             for line in plugin.describe(plugin.read_settings(settings.env)).splitlines()]
 
 
-async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+async def _lifecycle(
+    app: web.Application, head_every: float = AUDIT_HEAD_EVERY_S
+) -> AsyncIterator[None]:
     # One exit stack owns everything long-lived: if any later step fails at startup, what
     # was opened before it is still closed (aiohttp would skip earlier cleanup_ctx otherwise).
     parts = app[SERVICE].parts
@@ -206,6 +209,7 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
             asyncio.create_task(run_clock(parts), name="aye-clock"),
             asyncio.create_task(deliverer.run(), name="aye-outbox"),
             asyncio.create_task(parts.stream.run(), name="aye-events"),
+            asyncio.create_task(run_audit_head(parts, head_every), name="aye-audit-head"),
         ]
         stack.push_async_callback(_cancel, tasks)
         # Runs first on the way out: sends in flight finish before the loops are cancelled.

@@ -304,7 +304,11 @@ def parser() -> argparse.ArgumentParser:
     steps = audit.add_subparsers(dest="audit", required=True)
     export = steps.add_parser("export", help="every entry as a JSON line (from AYE_URL)")
     export.add_argument("--after", type=int, default=0, help="only entries after this seq")
-    steps.add_parser("verify", help="recompute the chain from the store (AYE_DATABASE_URL)")
+    verify = steps.add_parser(
+        "verify", help="recompute the chain from the store (AYE_DATABASE_URL) and hold every "
+        "ask's row to its history")
+    verify.add_argument("--head", metavar="FILE", help="a head saved earlier (GET "
+                        "/v1/audit/head): exit 1 when the chain no longer holds it")
     keys = sub.add_parser("keys", help="the keys receipts are signed with")
     keys.add_subparsers(dest="keys", required=True).add_parser(
         "rotate", help="make a new current key in the store (AYE_DATABASE_URL); the earlier "
@@ -352,7 +356,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "tui":
         return _tui()
     if args.command == "audit" and args.audit == "verify":
-        return cli_audit.cmd_verify()
+        return cli_audit.cmd_verify(args.head)
     if args.command == "keys":
         from bot.cli_keys import cmd_rotate
 

@@ -1,4 +1,5 @@
-"""The process's two background loops: the deadline clock and the outbox delivery."""
+"""The process's background loops: the deadline clock, the outbox delivery, and the audit
+chain's signed head written to the log."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import asyncio
 import contextlib
 import logging
 
-from core.app import deadlines, delivery, reading, tally
+from core.app import auditing, deadlines, delivery, reading, tally
 from core.app.parts import Parts
 from core.app.ports import GiveUp, RetryLater
 from core.domain.logline import emit
 from store.models import AskRow, OutboxRow
 
 log = logging.getLogger("aye.loops")
+audit_log = logging.getLogger("aye.audit")
 
 # Other processes may create work this one is not poked for: look at least this often.
 IDLE_LOOK = 1.0
@@ -56,6 +58,23 @@ async def run_clock(parts: Parts) -> None:
         until = now + IDLE_LOOK if due is None else min(due, now + IDLE_LOOK)
         signals.clock_sleeps_until(until)
         await clock.sleep_until(until, signals.clock_poke)
+
+
+async def run_audit_head(parts: Parts, every: float) -> None:
+    """Write the audit chain's head, signed, to the log every `every` seconds (at whole
+    multiples of it, so that replicas write theirs together), for a log kept outside aye:
+    `aye audit verify --head` then shows a tail deleted or rewritten after any of them."""
+    clock, never = parts.clock, asyncio.Event()
+    while True:
+        await clock.sleep_until((clock.now() // every + 1) * every, never)
+        try:
+            head = await auditing.head(parts)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            audit_log.exception("audit head not written; trying at the next")
+            continue
+        emit(audit_log, "audit.head", seq=head.seq, hash=head.hash, head=head.jws)
 
 
 def waited(wait: RetryLater) -> str:

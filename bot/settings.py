@@ -18,6 +18,7 @@ from store.urls import DEFAULT_URL
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", "8080"
 # A client cannot connect to "every address": where aye serve listens on all, it is reached here.
 EVERY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
+AUDIT_HEAD_EVERY_S = 3600.0  # AYE_AUDIT_HEAD_EVERY's default, 1h
 
 
 class SettingsError(Exception):
@@ -40,6 +41,8 @@ class Settings:
     log_level: str = "info"  # AYE_LOG_LEVEL: debug, info, warning or error
     # An Ed25519 private key (PEM) to sign receipts with; None: one kept in the store.
     signing_key_path: str | None = None
+    # How often a signed head of the audit chain goes to the log (AYE_AUDIT_HEAD_EVERY).
+    audit_head_every: float = 3600.0  # AUDIT_HEAD_EVERY_S
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -76,8 +79,26 @@ class Settings:
             public_url=get("AYE_PUBLIC_URL"),
             log_format=log_format, log_level=log_level,
             signing_key_path=signing_key(get("AYE_SIGNING_KEY_PATH")),
+            audit_head_every=every("AYE_AUDIT_HEAD_EVERY", get("AYE_AUDIT_HEAD_EVERY"),
+                                   AUDIT_HEAD_EVERY_S),
             env=env,
         )
+
+
+def every(name: str, text: str | None, default: float) -> float:
+    """A positive duration (`90s`, `45m`, `1h`, `1h30m`, `7d`) in seconds, as aye.toml's are
+    read (`default` when unset); SettingsError naming the variable otherwise."""
+    if text is None:
+        return default
+    from core.domain.policy import parse_duration  # pydantic: not for every CLI command
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+    if seconds <= 0:
+        raise SettingsError(f"{name}: {text!r} is not a duration above zero")
+    return seconds
 
 
 def signing_key(path: str | None) -> str | None:

@@ -4,12 +4,14 @@ commit-order lock the event stream takes, so the chain is one unbroken line acro
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from store.asks import ASKS, HISTORY
-from store.db import Conn
+from store.db import Conn, Store
 from store.events import EVENT_LOCK
 
 H, A = HISTORY.c, ASKS.c
@@ -47,7 +49,34 @@ def as_entry(row: dict[str, Any]) -> dict[str, Any]:
 
 async def unchained(conn: Conn) -> int:
     """History rows with no place in the chain (none, unless one was written around aye)."""
-    from sqlalchemy import func
-
     return int(await conn.scalar(
         select(func.count()).select_from(HISTORY).where(H.chain_seq.is_(None))) or 0)
+
+
+# What a replay of an ask's history is compared with (core/domain/replay.py): the columns of
+# these names that the store has.
+REPLAYED = ("seq", "id", "kind", "status", "outcome", "answer_value", "answered_by",
+            "answer_surface", "approvers", "erased", "approval_used_at", "approval_uses",
+            "run_outcome", "run_detail", "receipt", "ref_base36")
+
+
+@asynccontextmanager
+async def snapshot(store: Store) -> AsyncIterator[Conn]:
+    """One read transaction that sees the chain and the asks as of one moment, while a
+    running aye goes on appending: SQLite's reads already do (one deferred transaction, WAL);
+    PostgreSQL's are per statement, so here REPEATABLE READ."""
+    if not store.is_postgres:
+        async with store.read() as conn:
+            yield conn
+        return
+    async with store.engine.connect() as raw:
+        conn = await raw.execution_options(isolation_level="REPEATABLE READ")
+        async with conn.begin():
+            yield conn
+
+
+async def asks_after(conn: Conn, after: int, limit: int) -> list[dict[str, Any]]:
+    """Asks after seq `after`, in order: the columns a replay compares."""
+    columns = [c for c in ASKS.c if c.name in REPLAYED]
+    query = select(*columns).where(A.seq > after).order_by(A.seq).limit(limit)
+    return [dict(row._mapping) for row in (await conn.execute(query)).all()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,3 +63,21 @@ def check(entries: Iterable[Mapping[str, Any]]) -> Checked:
             return Checked(count, prev, seq, "its hash does not match its content")
         prev, count = str(found["hash"]), count + 1
     return Checked(count, prev)
+
+
+def holds(entries: Sequence[Mapping[str, Any]], seq: int, hashed: str) -> str | None:
+    """Why the chain `entries` (from the first, in order) no longer holds the entry `seq` with
+    hash `hashed`, a head saved earlier; None when it does (the chain is that head, or extends
+    it). A tail deleted, or an entry rewritten with every hash after it recomputed, shows here
+    though the chain is whole."""
+    if seq == 0:
+        return None if hashed == GENESIS else "the saved head (entry 0) is not an empty chain's"
+    found = entries[seq - 1] if 0 < seq <= len(entries) else None
+    if found is None or found.get("seq") != seq:
+        found = next((e for e in entries if e.get("seq") == seq), None)
+    if found is None:
+        last = entries[-1].get("seq") if entries else 0
+        return f"the chain no longer holds entry {seq} of the saved head (it ends at {last})"
+    if found.get("hash") != hashed:
+        return f"entry {seq} is not the one the saved head signed (its hash differs)"
+    return None

@@ -171,6 +171,10 @@ class Service:
         """A page of the audit chain after seq `after`, and where to read on (None: its end)."""
         return await auditing.page(self._parts, after, limit)
 
+    async def audit_head(self) -> str:
+        """The audit chain's newest entry, signed (a compact JWS: core.app.auditing.head)."""
+        return (await auditing.head(self._parts)).jws
+
     async def open_on_work(self, key: str) -> list[AskRow]:
         return await reading.open_on_work(self._parts, key)
 
