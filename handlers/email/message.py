@@ -5,6 +5,7 @@ styles only. Pure: the links' token is given."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate
@@ -14,9 +15,11 @@ import jinja2
 
 from core.app.ports import AskRow
 from core.domain import formats, rules
+from core.domain.visible import visible
 from handlers.web.views import Card, card
 
 SUBJECT_LIMIT = 120
+BLANKS = re.compile(r"[ \t\r\n]+")
 # Why this mail, in a line above the question.
 PURPOSE_WORDS = {
     "post": "An agent asks you.",
@@ -72,7 +75,9 @@ def links(shown: Card, page: str, danger: bool) -> list[Link]:
 def subject(ask: AskRow) -> str:
     what = f"Approval needed: {ask.operation or ask.question}" if ask.kind == rules.APPROVAL \
         else ask.question
-    line = " ".join(f"[aye] {what}".split())  # one line: no header folding, no injection
+    # One line: no header folding, no injection. Only plain blanks fold into a space (split()
+    # would also swallow U+2028 and other separators); every hidden character shows as its code.
+    line = visible(BLANKS.sub(" ", f"[aye] {what}").strip())
     return line if len(line) <= SUBJECT_LIMIT else line[: SUBJECT_LIMIT - 1] + "…"
 
 

@@ -23,6 +23,7 @@ from core.app.service import Service
 from core.domain import rules
 from core.domain.answering import AUTHOR_UNKNOWN, INVALID_ANSWER
 from core.domain.responders import Responder
+from core.domain.visible import visible
 from handlers.web.fields import given
 from handlers.web.guard import BadForm, protect, read_form
 from handlers.web.views import answered_words, card
@@ -56,6 +57,7 @@ class Pages:
             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
             lstrip_blocks=True,
         )
+        self.env.filters["visible"] = visible  # as the inbox's (handlers/web/rendering.py)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/e/{token}", self.show), web.post("/e/{token}", self.confirm)]

@@ -13,6 +13,7 @@ from typing import Any
 from core.app.ports import AskRow
 from core.domain import formats, identity, rules
 from core.domain.ask import is_external
+from core.domain.visible import HIDDEN_WARNING, approval_hides
 from handlers.slack import media, quorum, starts
 from handlers.slack.buttons import DEFAULT_INBOX, buttons
 from handlers.slack.text import cut_escaped, escape, fit, people, person, slack_date
@@ -36,6 +37,8 @@ NOTE_MAX = 800
 # A note's lines are quoted: each starts a new line with `>` (one more character a line).
 QUOTE = "\n>"
 
+# Above an approval whose operation or input holds a control or format character.
+HIDDEN_LINE = f":warning: *Careful: {HIDDEN_WARNING}*, shown as codes such as `[U+202E]`."
 # An approval's input is shown in one section between these.
 INPUT_HEAD = "*Input:*\n```"
 INPUT_TAIL = "```"
@@ -86,11 +89,13 @@ def _context(*parts: str) -> dict[str, Any]:
 def _details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """The context: for a start, what would start in words; for another approval, the
     operation and its input as a code block."""
+    warned = [_section(HIDDEN_LINE)] if ask.kind == rules.APPROVAL and approval_hides(
+        ask.operation, ask.call_input) else []
     if starts.is_start(ask):
-        return starts.details(ask, ref)
+        return [*warned, *starts.details(ask, ref)]
     if ask.kind == rules.APPROVAL and ask.operation:
-        return [_section(f"*Operation:* `{fit(ask.operation, 200)}`"), *input_blocks(ask, ref),
-                hashes(ask)]
+        return [*warned, _section(f"*Operation:* `{fit(ask.operation, 200)}`"),
+                *input_blocks(ask, ref), hashes(ask)]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
 
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from core.domain.visible import visible
+
 IMAGE, LINK = "image", "link"
 HTTPS = "https://"
 IMAGE_BLOCK = "aye_image_"  # + the item's number: which blocks are pictures
@@ -27,6 +29,9 @@ POINTER = re.compile(r"json-pointer:/blocks/(\d+)")
 
 
 def _escape(text: str) -> str:
+    """mrkdwn's own characters escaped, and a hidden character in a caption or address shown
+    as its code (in an address it was never valid: RFC 3986)."""
+    text = visible(text, multiline=True)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -43,7 +48,8 @@ def _caption(item: dict[str, Any]) -> str | None:
     caption = item.get("caption")
     if not isinstance(caption, str) or not caption.strip():
         return None
-    caption = " ".join(caption.split())  # one line: a newline would end the link
+    # One line (a newline would end the link), each hidden character as its code.
+    caption = " ".join(visible(caption, multiline=True).split())
     return caption if len(caption) <= CAPTION_MAX else caption[: CAPTION_MAX - 1] + "…"
 
 

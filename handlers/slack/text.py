@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from core.domain.visible import visible
+
 
 def escape(text: str) -> str:
-    """Slack mrkdwn control characters: an agent's `<!channel>` stays text, not a ping."""
+    """Slack mrkdwn control characters: an agent's `<!channel>` stays text, not a ping; and
+    every hidden character (a bidi override, a zero-width space) shown as its code first."""
+    text = visible(text, multiline=True)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -32,7 +36,8 @@ def cut_escaped(shown: str, limit: int) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    """Plain text (no mrkdwn) cut to `limit` characters."""
+    """Plain text (no mrkdwn), its hidden characters as codes, cut to `limit` characters."""
+    text = visible(text, multiline=True)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from multidict import MultiDictProxy
 
 from core.domain import forms
+from core.domain.visible import visible
 
 STRING_WIDGETS = {"email": "email", "uri": "url", "date": "date"}
 FIELD_PREFIX = "f."  # a form field's input is named by its position: names may hold anything
@@ -48,7 +49,8 @@ def form_fields(schema: dict[str, Any], ref: str) -> list[FormField]:
         description = spec.get("description") if isinstance(spec, dict) else None
         out.append(FormField(
             name=name, input_name=f"{FIELD_PREFIX}{index}", id=f"{ref}-f{index}",
-            title=forms.title(schema, name), description=description or None,
+            title=visible(forms.title(schema, name)),
+            description=visible(str(description), multiline=True) if description else None,
             required=required, widget=widget, attrs=attrs, choices=choices,
             hint=_sentence(bounds(spec if isinstance(spec, dict) else {})),
         ))

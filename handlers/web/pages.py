@@ -16,6 +16,7 @@ from core.domain import formats, rules
 from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, Responder
+from core.domain.visible import visible
 from handlers.web import fields, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
@@ -265,7 +266,7 @@ def chosen_words(ask: AskRow, posted: Any) -> str:
         return "Approve"
     options = list(ask.options or [])
     if given.isdigit() and 1 <= int(given) <= len(options):
-        return options[int(given) - 1]
+        return visible(options[int(given) - 1])
     return {"yes": "Yes", "continue": "Continue"}.get(given, "the answer you gave")
 
 

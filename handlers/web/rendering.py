@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from core.domain.visible import visible
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -25,6 +27,7 @@ class Templates:
                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
             )
             env.globals["assets"] = self.assets
+            env.filters["visible"] = visible  # agent text shown where its raw value is also sent
             self._env = env
         return self._env
 

@@ -7,7 +7,6 @@ it, as in the API's operator view).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,8 +16,11 @@ from core.domain import answering, external, formats, rules
 from core.domain.ask import is_external
 from core.domain.policy import START
 from core.domain.responders import OPERATOR, admitted
+from core.domain.visible import HIDDEN_WARNING, approval_hides, visible, visible_json
 from handlers.web.fields import form_fields
 
+# Above an approval whose operation or input holds a control or format character.
+HIDDEN_WORDS = f"Careful: {HIDDEN_WARNING}, shown as codes such as [U+202E]."
 # How much of an approval's input (canonical JSON) a list item shows; the ask's own page
 # shows it whole. Past this the list says it is cut and gives the SHA-256 of the whole.
 LIST_INPUT_LIMIT = 2000
@@ -100,6 +102,7 @@ class Card:
     # Destructive (`danger`): its affirmative control asks to confirm.
     danger: bool = False
     badge: str = "Approval needed"  # an approval's: by its outcome once closed
+    hidden: str | None = None  # HIDDEN_WORDS, for an approval that holds hidden characters
     run: str | None = None  # what ran after the approval was used, as the agent reported it
 
 
@@ -149,18 +152,18 @@ def where(work_key: str | None) -> str | None:
     if not work_key:
         return None
     kind, _, rest = work_key.partition(":")
-    return f"{KIND_NAMES.get(kind, kind)} {rest}"
+    return f"{KIND_NAMES.get(kind, kind)} {visible(rest)}"
 
 
 def shown_input(call_input: Any, limit: int | None) -> ShownInput:
     """An approval's input: whole (pretty) when it fits `limit` (None: always), else the cut
-    of its canonical form; with its `input_sha256` either way."""
+    of its canonical form; with its `input_sha256` either way. Hidden characters as codes."""
     whole = rules.input_shown(call_input, 10**9)
     if limit is None or len(whole.text) <= limit:
-        pretty = json.dumps(call_input, indent=2, sort_keys=True, ensure_ascii=False)
+        pretty = visible_json(call_input, indent=2, sort_keys=True)
         return ShownInput(pretty, True, whole.sha256, len(whole.text))
     cut = rules.input_shown(call_input, limit)
-    return ShownInput(cut.text, False, cut.sha256, len(whole.text))
+    return ShownInput(visible(cut.text), False, cut.sha256, len(whole.text))
 
 
 def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
@@ -168,9 +171,10 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
     fmt = formats.format_of(ask)
     shown = Card(
         ref=rules.ref(ask), kind=ask.kind, status=ask.status, agent=ask.agent,
-        question=ask.question, context=None if approval else ask.context,
+        question=visible(ask.question, multiline=True),
+        context=None if approval or not ask.context else visible(ask.context, multiline=True),
         control=APPROVAL_CONTROL if approval else fmt,
-        options=list(ask.options or []), sensitive=bool(ask.sensitive),
+        options=[visible(o) for o in ask.options or []], sensitive=bool(ask.sensitive),
         created=moment(ask.created_at, now), deadline=moment(ask.deadline, now),
         responders=[who(r) for r in ask.responders],
         answerable=ask.status == rules.OPEN and _operator_may(ask),
@@ -181,7 +185,8 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         if ask.status != rules.OPEN:
             shown.badge = OUTCOME_BADGES.get(rules.ending(ask), shown.badge)
         shown.run = run_words(ask)
-        shown.operation = ask.operation or ask.question
+        shown.operation = visible(ask.operation or ask.question)
+        shown.hidden = HIDDEN_WORDS if approval_hides(ask.operation, ask.call_input) else None
         shown.input = shown_input(ask.call_input, None if whole_input else LIST_INPUT_LIMIT)
         shown.call_sha256 = ask.call_hash
         shown.quorum = _quorum(ask)
@@ -205,10 +210,10 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
 def heading(ask: AskRow) -> str:
     """The ask's own page is headed by its question: an approval's in words."""
     if ask.kind != rules.APPROVAL:
-        return ask.question
+        return visible(ask.question, multiline=True)
     if ask.operation == START:
         return f"May {ask.agent} start on {where(ask.work_key) or 'this work'}?"
-    return f"Approve {ask.operation or ask.question}?"
+    return f"Approve {visible(ask.operation or ask.question)}?"
 
 
 def run_words(ask: AskRow) -> str | None:
@@ -218,7 +223,7 @@ def run_words(ask: AskRow) -> str | None:
     if said is None:
         return None
     if ask.run_detail:
-        return f"{said}: {ask.run_detail}"
+        return f"{said}: {visible(ask.run_detail)}"
     at = datetime.fromtimestamp(ask.run_at, UTC).strftime(" %H:%M UTC") if ask.run_at else ""
     return f"{said}{at}"
 
@@ -237,7 +242,8 @@ def _media(media: list[dict[str, Any]] | None) -> list[Media]:
         # The API takes only https:// URLs; checked again, so no other scheme is ever a link.
         if isinstance(url, str) and url.startswith("https://"):
             caption = item.get("caption")
-            found.append(Media(str(item.get("kind", "link")), url, caption if caption else None))
+            found.append(Media(str(item.get("kind", "link")), visible(url),
+                               visible(str(caption), multiline=True) if caption else None))
     return found
 
 
