@@ -105,7 +105,7 @@ def create_app(
         app, service, operator_ok=tokens.is_operator,
         secure=(settings.public_url or "").startswith("https://"),
         session_key=tokens.derived_key(b"web inbox sessions"),
-        providers=sign_ins_on, origin=settings.origin,
+        providers=sign_ins_on, origin=settings.origin, public_url=settings.public_url,
     )
     app.cleanup_ctx.append(functools.partial(_lifecycle, head_every=settings.audit_head_every))
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.

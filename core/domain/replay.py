@@ -179,7 +179,12 @@ def _ran(row: Mapping[str, Any], found: Replayed) -> list[str]:
     last = found.outcomes[-1]
     latest_use_reported = not found.uses or _after(last, found.uses[-1])
     if not latest_use_reported:
-        return []  # an earlier aye kept the earlier use's report; a later one, none
+        # Each numbered use starts its own report: none yet. An earlier aye's use (no number)
+        # kept the earlier use's report.
+        numbered = isinstance(found.uses[-1].get("use"), int)
+        if numbered and row.get("run_outcome") is not None:
+            return [_differ("what ran", row.get("run_outcome"), None)]
+        return []
     said = []
     if row.get("run_outcome") != last.get("outcome"):
         said.append(_differ("what ran", row.get("run_outcome"), last.get("outcome")))
