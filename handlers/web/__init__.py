@@ -39,6 +39,7 @@ ASSETS = {"inbox.css": "text/css", "inbox.js": "text/javascript", "signin.css": 
 def setup(
     app: web.Application, asks: Service, operator_ok: Callable[[str], bool], secure: bool,
     session_key: bytes, providers: Sequence[Provider] = (), origin: str = "",
+    public_url: str | None = None,
 ) -> None:
     """Add the inbox's routes, its templates and its guard to `app`.
 
@@ -47,10 +48,13 @@ def setup(
     tokens, the flash cookies and the sign-ins under way: derive it from the operator token, so
     that a new token ends every session. Sessions are kept in the store, through
     `asks.sessions`. `providers`: the person's sign-ins /login offers, in order; `origin`: where
-    browsers reach aye, which their redirect URIs (`<origin>/login/<name>/callback`) start with."""
+    browsers reach aye, which their redirect URIs (`<origin>/login/<name>/callback`) start with;
+    `public_url`: AYE_PUBLIC_URL, where a receipt's line fetches the keys (None: where the
+    browser reached aye)."""
     now = asks.clock.now
     sessions = asks.sessions(session_key, secure)
-    inbox = Inbox(asks, operator_ok, sessions, Flashes(session_key, now), SignInFailures())
+    inbox = Inbox(asks, operator_ok, sessions, Flashes(session_key, now), SignInFailures(),
+                  public_url)
     app[WEB] = inbox
     app[SIGN_INS] = SignIns(providers, Passages(session_key, secure, now), sessions, asks, origin,
                             inbox.render)

@@ -17,7 +17,7 @@ from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, Responder
 from core.domain.visible import visible
-from handlers.web import fields, views
+from handlers.web import fields, history, views
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
 from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back, session_cookie
@@ -32,14 +32,18 @@ NOT_VALID = "That token is not valid."
 TOO_MANY = "Too many failed sign-ins from this address. Wait a minute, then try again."
 MAX_SEARCH = 200
 PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
+KEPT_OUT = ("csrf", "back", "confirmed")  # a form's own fields, never shown again as typed
 
 
 class Inbox:
     def __init__(
         self, asks: Service, operator_ok: Callable[[str], bool], sessions: Sessions,
-        flashes: Flashes, failures: SignInFailures,
+        flashes: Flashes, failures: SignInFailures, public_url: str | None = None,
     ) -> None:
         self.asks = asks
+        # Where people reach aye (AYE_PUBLIC_URL), for the receipt's line; None: as the
+        # browser did.
+        self.public_url = public_url.rstrip("/") if public_url else None
         self.operator_ok = operator_ok
         self.sessions = sessions
         self.flashes = flashes
@@ -166,7 +170,9 @@ class Inbox:
                                 "There is no ask with that ref.", "/inbox", "Back to the inbox")
         now = self.asks.clock.now()
         card = views.card(ask, now, whole_input=True)
-        card.history = views.entries(await self.asks.history(ask.seq or 0), now)
+        await self._receipt(request, ask, card)
+        approval = ask.kind == rules.APPROVAL
+        card.history = history.entries(await self.asks.history(ask.seq or 0), now, approval)
         page_url = f"/inbox/{card.ref}"
         context = {
             "heading": views.heading(ask), "open_count": await self._open_count(request),
@@ -175,6 +181,16 @@ class Inbox:
         if request.query.get("fragment") == "1":
             return self.render(request, "detail_region.html", context)
         return self._page(request, "detail.html", context)
+
+    async def _receipt(self, request: web.Request, ask: AskRow, card: views.Card) -> None:
+        """A decided approval's receipt on its page, and the line that checks it against
+        GET /v1/keys where this person reaches aye."""
+        if ask.kind != rules.APPROVAL or ask.status == rules.OPEN:
+            return
+        card.receipt = await self.asks.receipt(ask)
+        if card.receipt:
+            origin = self.public_url or str(request.url.origin())
+            card.verify = views.verify_command(card.receipt, f"{origin}/v1/keys")
 
     async def _open_count(self, request: web.Request) -> str:
         """The page title's count of the asks open for whoever is signed in ("" for none)."""
@@ -204,7 +220,9 @@ class Inbox:
         elif needs_confirming(ask, posted):  # destructive: the confirm step first (no script)
             return self._confirm_page(request, ask, posted, back)
         else:
-            flash = await self._answer(request, ask, posted)
+            flash, now = await self._answer(request, ask, posted)
+            if not flash.ok and flash.reason != SIGN_IN_REQUIRED and now.status == rules.OPEN:
+                return await self._refused_page(request, now, posted, flash)
         if flash.reason == SIGN_IN_REQUIRED:  # step-up: sign in again, and back to the ask
             again = _url(LOGIN, {"next": f"/inbox/{rules.ref(ask) if ask else ''}", "again": "1"})
             return web.Response(status=303, headers={"Location": again})
@@ -213,11 +231,13 @@ class Inbox:
                             httponly=True, samesite="Strict", secure=self.sessions.secure)
         return response
 
-    async def _answer(self, request: web.Request, ask: AskRow, posted: Any) -> Flash:
+    async def _answer(self, request: web.Request, ask: AskRow, posted: Any) -> tuple[Flash, AskRow]:
+        """The outcome in words, and the ask as it now stands."""
         ref = rules.ref(ask)
         note = posted.get("note", "").strip() or None
         if note is not None and len(note) > MAX_NOTE:
-            return Flash(False, f"Not answered: the note must be at most {MAX_NOTE} characters.", ref)
+            words = f"Not answered: the note must be at most {MAX_NOTE} characters."
+            return Flash(False, words, ref), ask
         control = views.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
         given = fields.given(control, posted, ask.form_schema)
         session = request.get(SESSION)
@@ -226,7 +246,24 @@ class Inbox:
             ask, who, given, note, surface="web",
             signed_in_at=session.signed_in_at if session is not None else None,
         )
-        return Flash(result.taken, outcome(result, ask), ref, result.reason)
+        return Flash(result.taken, outcome(result, ask), ref, result.reason), result.ask or ask
+
+    async def _refused_page(self, request: web.Request, ask: AskRow, posted: Any,
+                            flash: Flash) -> web.Response:
+        """An answer refused while its ask stays open: the ask's page again at once (no
+        redirect, which would lose them), with the reason and what was typed kept."""
+        now = self.asks.clock.now()
+        card = views.card(ask, now, whole_input=True)
+        card.typed = typed(ask, posted)
+        card.history = history.entries(await self.asks.history(ask.seq or 0), now,
+                                       ask.kind == rules.APPROVAL)
+        page_url = f"/inbox/{card.ref}"
+        context = {
+            "heading": views.heading(ask), "open_count": await self._open_count(request),
+            "card": card, "page_url": page_url, "fragment_url": _fragment(page_url),
+            "flash": flash,
+        }
+        return self.render(request, "detail.html", context, status=422)
 
     def _confirm_page(self, request: web.Request, ask: AskRow, posted: Any,
                       back: str) -> web.Response:
@@ -257,6 +294,13 @@ def needs_confirming(ask: AskRow, posted: Any) -> bool:
     if ask.kind == rules.APPROVAL:
         return bool(given != "refuse")
     return not (formats.format_of(ask) == formats.CONFIRM and given == "no")
+
+
+def typed(ask: AskRow, posted: Any) -> dict[str, list[str]]:
+    """What a refused form held, by input name, to show it again as typed (the templates
+    escape it); a sensitive ask's answer is never written back into a page, only its note."""
+    kept = {name: posted.getall(name) for name in posted if name not in KEPT_OUT}
+    return {"note": kept.get("note", [])} if ask.sensitive else kept
 
 
 def chosen_words(ask: AskRow, posted: Any) -> str:

@@ -7,6 +7,7 @@ it, as in the API's operator view).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,12 @@ OUTCOME_BADGES = {
     rules.APPROVED: "Approved", rules.APPROVAL_REFUSED: "Refused",
     rules.APPROVAL_TIMED_OUT: "Timed out", "expired": "Expired", "withdrawn": "Withdrawn",
 }
+# Checks a receipt with the Python client aye installs, run in aye's folder as the README's
+# commands are (`.venv/bin/…`); the receipt and the keys' URL follow it, each quoted.
+VERIFY = (".venv/bin/python -c 'import json, sys, urllib.request; "
+          "from ask_api.client import verify_receipt; "
+          "print(json.dumps(verify_receipt(sys.argv[1], "
+          "json.load(urllib.request.urlopen(sys.argv[2]))), indent=2))'")
 # What the agent reported ran after using an approval (POST /v1/calls/outcome).
 RUN_WORDS = {"ran": "ran", "failed": "failed", "not_run": "not run"}
 # An external ask's ticket state (core.domain.external.ticket_state) in words; never the ticket.
@@ -104,6 +111,11 @@ class Card:
     badge: str = "Approval needed"  # an approval's: by its outcome once closed
     hidden: str | None = None  # HIDDEN_WORDS, for an approval that holds hidden characters
     run: str | None = None  # what ran after the approval was used, as the agent reported it
+    # A decided approval's signed receipt (its own page only), and the line that verifies it.
+    receipt: str | None = None
+    verify: str | None = None
+    # What a refused answer's form held, by input name, shown again as typed (controls.html).
+    typed: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +240,12 @@ def run_words(ask: AskRow) -> str | None:
     return f"{said}{at}"
 
 
+def verify_command(receipt: str, keys_url: str) -> str:
+    """One shell line that checks `receipt` against the public keys at `keys_url` with the
+    Python client aye installs, printing its claims (or BadReceipt)."""
+    return f"{VERIFY} {shlex.quote(receipt)} {shlex.quote(keys_url)}"
+
+
 def _operator_may(ask: AskRow) -> bool:
     try:
         return admitted(OPERATOR, answering.allowed(ask))
@@ -286,7 +304,7 @@ def ending(ask: AskRow) -> str:
     if how == rules.APPROVAL_TIMED_OUT:
         return "Timed out: nobody approved it in time"
     if how == rules.ANSWERED:
-        return f"Answered by {by}: {formats.plain(ask, ask.answer_value)}"
+        return f"Answered by {by}: {visible(formats.plain(ask, ask.answer_value), multiline=True)}"
     if how == rules.ANSWERED_PRIVATELY:
         return f"Answered by {by} (the answer is sensitive and is not shown)"
     return {"expired": "Expired: nobody answered in time", "withdrawn": "Withdrawn"}.get(how, how)
@@ -300,47 +318,4 @@ def answered_words(ask: AskRow) -> str:
         return "Answered (the answer is sensitive and is not shown)"
     if ask.kind == rules.APPROVAL:
         return "Answered: approved" if ask.outcome == rules.APPROVED else "Answered: refused"
-    return f"Answered: {formats.plain(ask, ask.answer_value)}"
-
-
-EVENT_WORDS = {
-    "created": "Asked", "posted": "Shown", "answered": "Answered", "late": "A late answer",
-    "refused": "An answer was refused", "escalated": "Escalated", "approved": "Approved",
-    "reminded": "Reminded", "expired": "Expired", "withdrawn": "Withdrawn",
-    "read": "Read by the agent", "used": "Its call went through", "undelivered": "Not shown",
-}
-DETAIL_NAMES = {"by": "by", "surface": "on", "why": "why", "to": "to", "until": "until",
-                "where": "where", "agent": "agent", "operation": "operation"}
-
-
-def entries(history: list[dict[str, Any]], now: float) -> list[Entry]:
-    """The history, oldest first, as lines a person reads."""
-    out = []
-    for raw in history:
-        detail = {k: v for k, v in raw.items() if k not in ("at", "event")}
-        event = str(raw.get("event", ""))
-        words = EVENT_WORDS.get(event, event)
-        if event == "approved" and "count" in detail:
-            words = f"Approved ({detail.pop('count')} of {detail.pop('needed', '?')})"
-        if event == "read" and detail.pop("erased", False):
-            words = "Read by the agent; the sensitive answer was erased"
-        why = detail.get("why")
-        if isinstance(why, str) and why in rules.REASONS:
-            detail["why"] = rules.REASONS[why]
-        at = raw.get("at")
-        out.append(Entry(moment(float(at), now) if isinstance(at, int | float) else moment(now, now),
-                         words, [_detail(k, v, now) for k, v in detail.items()]))
-    return out
-
-
-def _detail(key: str, value: Any, now: float) -> tuple[str, str]:
-    if key == "until" and isinstance(value, int | float):
-        return "until", moment(float(value), now).absolute
-    if key in ("by", "to"):
-        names = value if isinstance(value, list) else [value]
-        return DETAIL_NAMES[key], ", ".join(who(str(n)) for n in names)
-    if isinstance(value, list):
-        return key, ", ".join(map(str, value))
-    if isinstance(value, dict):
-        return key, rules.canonical_json(value)
-    return DETAIL_NAMES.get(key, key), str(value)
+    return f"Answered: {visible(formats.plain(ask, ask.answer_value), multiline=True)}"

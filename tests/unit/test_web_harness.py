@@ -202,6 +202,8 @@ class Operator:
         form = self.form(await self.page(page), ref)
         resp = await self.client.post(form.action, data=form.data(press, fill or {}, check or set()),
                                       allow_redirects=False)
+        if resp.status == 422:  # refused while it stays open: its page again, as typed
+            return alert(await resp.text())
         assert resp.status == 303, await resp.text()
         html = await self.page(resp.headers["Location"])
         return alert(html)

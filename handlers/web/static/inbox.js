@@ -24,8 +24,10 @@
     return document.getElementById("live");
   }
 
-  // An ask item a person is busy with: focus inside it, or any input changed from its default.
+  // An ask item a person is busy with: focus inside it, any input changed from its default,
+  // or a form shown again after its answer was refused, with what they typed (data-typed).
   function busy(item) {
+    if (item.hasAttribute("data-typed")) return true;
     if (item.contains(document.activeElement) && document.activeElement !== document.body) {
       return true;
     }
@@ -54,7 +56,8 @@
     for (var i = 0; i < fields.length; i++) {
       var field = fields[i];
       if (/^(hidden|checkbox|radio|password|submit|button)$/.test(field.type)) continue;
-      if (field.readOnly || field.value === field.defaultValue || !field.value) continue;
+      if (field.readOnly || !field.value) continue;
+      if (field.value === field.defaultValue && !item.hasAttribute("data-typed")) continue;
       var label = field.labels && field.labels[0] ? field.labels[0].textContent.trim() : field.name;
       found.push([label, field.value]);
     }
@@ -158,9 +161,30 @@
     });
   }
 
+  // The disclosures a person opened (a receipt), by id: a refresh redraws them closed.
+  function opened(root) {
+    var found = [];
+    var open = root.querySelectorAll("details[open][id]");
+    for (var i = 0; i < open.length; i++) found.push(open[i].id);
+    return found;
+  }
+
+  function reopen(ids) {
+    ids.forEach(function (id) {
+      var again = document.getElementById(id);
+      if (again && again.tagName === "DETAILS") again.open = true;
+    });
+  }
+
   function merge(fresh) {
     var current = region();
     if (!current || !fresh) return;
+    var open = opened(current);
+    mergeRegion(current, fresh);
+    reopen(open);
+  }
+
+  function mergeRegion(current, fresh) {
     var oldList = current.querySelector("ol.asks");
     var newList = fresh.querySelector("ol.asks");
     if (!oldList || !newList) {
