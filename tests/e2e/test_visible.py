@@ -31,7 +31,7 @@ from tests.e2e.test_tui import inbox, panel, until
 from tests.e2e.test_web_browser import CHROMIUM, signed_in
 from tests.fake_slack import FakeSlack
 from tests.smtp_server import SmtpServer, email_env, smtp_server
-from tests.unit.test_web_harness import StartInbox, inboxes
+from tests.unit.test_web_harness import Operator, StartInbox, inboxes
 
 TRICK = {"cmd": "echo safe \u202e; txt.hcaeb/ pmt/ fr- mr \u202c"}
 OVERRIDE, POP = "\u202e", "\u202c"
@@ -184,3 +184,17 @@ async def test_the_inbox_shows_the_override_as_its_code_and_marks_it(
         await expect(item.get_by_text(MARK)).to_be_visible()
         raw_free(await item.inner_text())
         raw_free(await page_.content())
+
+
+async def test_the_inbox_shows_an_answer_from_the_agents_options_with_its_codes(
+    start_inbox: StartInbox, database_url: str
+) -> None:
+    aye = await start_inbox(database_url, CONFIG)
+    asked = await aye.ask(question=f"Ship {OVERRIDE}2v?", options=[f"ship {OVERRIDE}ti", "hold"])
+    status, _ = await aye.answer(asked["ref"], f"ship {OVERRIDE}ti")
+    assert status == 200
+    operator = Operator(aye)
+    await operator.sign_in()
+    shown_ = await operator.page(f"/inbox/{asked['ref']}")
+    raw_free(shown_)
+    assert "Ship [U+202E]2v?" in shown_ and "ship [U+202E]ti" in shown_
