@@ -90,7 +90,8 @@ def _no_store(url: str) -> str | None:
     from store.urls import sqlite_path
 
     path = sqlite_path(url)
-    if path is None or path.exists():
+    # An empty file: what `aye audit verify` left behind here before 0.5 (it holds no store).
+    if path is None or (path.exists() and path.stat().st_size > 0):
         return None
     return (f"no aye store at {path.absolute()}: run this in the folder aye serve keeps its "
             "store in, or set AYE_DATABASE_URL to it (sqlite:///path/to/aye.db, "

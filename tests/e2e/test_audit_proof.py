@@ -324,3 +324,11 @@ async def test_verify_where_there_is_no_store_says_so_and_creates_nothing(tmp_pa
         assert len(done.stderr.strip().splitlines()) == 1
         assert "AYE_DATABASE_URL" in done.stderr and "aye.db" in done.stderr
         assert list(here.iterdir()) == []  # no file, no folder
+    (here / "aye.db").touch()  # the empty file an earlier aye audit verify left here
+    env.pop("AYE_DATABASE_URL")
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "bot", "audit", "verify"], cwd=here, env=env,
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"aye: no aye store at {here / 'aye.db'}: ")
+    assert [(p.name, p.stat().st_size) for p in here.iterdir()] == [("aye.db", 0)]
