@@ -304,7 +304,8 @@ def ending(ask: AskRow) -> str:
     if how == rules.APPROVAL_TIMED_OUT:
         return "Timed out: nobody approved it in time"
     if how == rules.ANSWERED:
-        return f"Answered by {by}: {visible(formats.plain(ask, ask.answer_value), multiline=True)}"
+        answer = visible(formats.plain(ask, ask.answer_value) or "", multiline=True)
+        return f"Answered by {by}: {answer}"
     if how == rules.ANSWERED_PRIVATELY:
         return f"Answered by {by} (the answer is sensitive and is not shown)"
     return {"expired": "Expired: nobody answered in time", "withdrawn": "Withdrawn"}.get(how, how)
@@ -318,4 +319,4 @@ def answered_words(ask: AskRow) -> str:
         return "Answered (the answer is sensitive and is not shown)"
     if ask.kind == rules.APPROVAL:
         return "Answered: approved" if ask.outcome == rules.APPROVED else "Answered: refused"
-    return f"Answered: {visible(formats.plain(ask, ask.answer_value), multiline=True)}"
+    return f"Answered: {visible(formats.plain(ask, ask.answer_value) or '', multiline=True)}"
