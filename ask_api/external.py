@@ -25,7 +25,7 @@ from typing import Any
 from aiohttp import web
 from cachetools import TTLCache
 
-from ask_api.http import ApiError, field_path, json_of, read_body
+from ask_api.http import ApiError, DuplicateKeyError, field_path, json_of, read_body
 from ask_api.schemas import unusable
 from ask_api.verifiers import Verifier
 from core.app.service import Service
@@ -130,6 +130,8 @@ def _payload(body: bytes) -> tuple[Any, Misfit | None, str]:
         return None, misfit, "malformed_body"
     try:
         payload = json_of(body)
+    except DuplicateKeyError as error:  # refused as on every route, naming the key
+        return None, Misfit(error.message, payloads.ROOT), "malformed_body"
     except ApiError:
         return None, Misfit("must be JSON (nested at most 64 levels)", payloads.ROOT), "invalid_payload"
     bad = unusable(payload)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ask_api.schemas import TooDeep, loads, unusable, words
 from core.app.ports import StoreClosing
-from core.domain.bodies import encoding_problem
+from core.domain.bodies import DuplicateKey, encoding_problem
 from core.domain.limits import Limited
 from core.domain.policy import key_path
 from core.domain.types import CallbackRefused
@@ -42,6 +42,13 @@ class ApiError(Exception):
         if self.retry_after is not None:
             response.headers["Retry-After"] = str(self.retry_after)
         return response
+
+
+class DuplicateKeyError(ApiError):
+    """400 `malformed_body` naming a key that one object of the body holds twice."""
+
+    def __init__(self, exc: DuplicateKey) -> None:
+        super().__init__(400, "malformed_body", f"{exc}: a key may appear only once")
 
 
 def int_param(text: str, name: str, low: int, high: int, what: str) -> int:
@@ -84,13 +91,15 @@ async def read_json(request: web.Request) -> Any:
 
 
 def json_of(raw: bytes) -> Any:
-    """`raw` as JSON in UTF-8 without a byte-order mark (an empty body is null); 400
-    `malformed_body` otherwise."""
+    """`raw` as JSON in UTF-8 without a byte-order mark, no object holding a key twice (an
+    empty body is null); 400 `malformed_body` otherwise."""
     problem = encoding_problem(raw)
     if problem is not None:
         raise ApiError(400, "malformed_body", problem)
     try:
         return loads(raw or b"null")
+    except DuplicateKey as exc:
+        raise DuplicateKeyError(exc) from None
     except TooDeep:
         raise ApiError(400, "malformed_body", "the body is nested deeper than 64 levels") from None
     except (ValueError, UnicodeDecodeError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from core.domain import kinds
+from core.domain.bodies import STRICT
 from core.domain.kinds import VERIFIER_NAME
 
 MAX_TEXT = 3000
@@ -294,9 +294,10 @@ class Unusable:
 
 
 def loads(raw: bytes) -> Any:
-    """The body as JSON (ValueError when it is not JSON); TooDeep past MAX_DEPTH levels."""
+    """The body as JSON (ValueError when it is not JSON, DuplicateKey when an object holds a
+    key twice); TooDeep past MAX_DEPTH levels."""
     try:
-        data = json.loads(raw)
+        data = STRICT.decode(raw.decode("utf-8", "surrogatepass"))
     except RecursionError:  # nested deeper than the interpreter's stack: far past MAX_DEPTH
         raise TooDeep from None
     if _deeper_than(data, MAX_DEPTH):

@@ -20,26 +20,12 @@ from typing import Any
 from dotenv import load_dotenv
 
 from bot import cli_audit, cli_formats, cli_show, cli_watch, logs
+from bot.cli_help import SERVE_ENV, plain_command
 from bot.cli_text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.token_file import read_token_file, token_file_path
 from core.domain.visible import HIDDEN_WARNING, approval_hides
 
-SERVE_ENV = """environment (a .env file in the working folder is read too; the real environment wins):
-  AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)
-  AYE_DATABASE_URL      sqlite+aiosqlite:///./aye.db (default, or sqlite:///…) or
-                        postgresql+asyncpg://… (or postgresql://…, postgres://…)
-  AYE_HOST, AYE_PORT    where to listen (default 127.0.0.1, 8080); the CLI finds aye there
-                        too, unless AYE_URL says where
-  AYE_OPERATOR_TOKEN    the operator's token (generated into aye-tokens.json when unset)
-  AYE_AGENT_TOKEN       the default agent's token, with no [[agents]] (generated when unset)
-  AYE_PUBLIC_URL        the https:// origin people and outside systems reach aye at
-                        (external answers, sign-in redirects, links to the inbox)
-  AYE_LOG_FORMAT        text (default) or json: one JSON object per line
-  AYE_LOG_LEVEL         debug, info (default), warning or error
-  SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_API_URL        the Slack surface (both tokens turn it on)
-  GITHUB_WEBHOOK_SECRET, GITHUB_APP_ID, GITHUB_PRIVATE_KEY(_PATH), GITHUB_TOKEN, GITHUB_API_URL
-                        the GitHub surface (the secret, and App or token auth, turn it on)"""
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 WHOAMI = "/v1/whoami"  # whose token this is (ask_api/whoami.py)
 QUESTION_WIDTH = 60
@@ -136,8 +122,12 @@ def _client() -> Client:
     return client
 
 
-def _failed(status: int, body: Any) -> int:
+def _failed(status: int, body: Any, ref: str | None = None) -> int:
+    """The server's refusal in one line (naming `ref`, the ask the command was given, when
+    there is none such); exit 1 for a refused answer, 2 otherwise."""
     message = body.get("message", f"HTTP {status}") if isinstance(body, dict) else f"HTTP {status}"
+    if status == 404 and ref is not None:
+        message = f"no ask {ref} at this aye (aye asks --all lists them)"
     field = body.get("field") if isinstance(body, dict) else None
     print(f"aye: {line(message)}" + (f" (field {line(field)})" if field else ""), file=sys.stderr)
     if status == 401:
@@ -199,7 +189,7 @@ def _what(ask: dict[str, Any]) -> str:
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
     status, ask = client.request("GET", f"/v1/asks/{urllib.parse.quote(args.ref)}")
     if status != 200:
-        return _failed(status, ask)
+        return _failed(status, ask, args.ref)
     cli_show.show(ask)
     return EXIT_OK
 
@@ -224,7 +214,7 @@ def cmd_answer(client: Client, args: argparse.Namespace) -> int:
         shown = "(sensitive, hidden)" if value is None else cli_formats.shown(ask, value)
         print(f"taken: {line(args.ref)} answered {shown}")
         return EXIT_OK
-    code = _failed(status, reply)
+    code = _failed(status, reply, args.ref)
     if status == 422 and isinstance(reply, dict) and reply.get("error") == "invalid_answer":
         _, ask = client.request("GET", path)
         valid = cli_formats.valid_answers(ask) if isinstance(ask, dict) else None
@@ -238,7 +228,7 @@ def cmd_withdraw(client: Client, args: argparse.Namespace) -> int:
     if status == 200:
         print(f"withdrawn: {args.ref}")
         return EXIT_OK
-    return _failed(status, reply)
+    return _failed(status, reply, args.ref)
 
 
 MIGRATE_WAIT_S = 60.0
@@ -284,7 +274,7 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", help="where to listen (overrides AYE_HOST)")
     serve.add_argument("--port", help="the port to listen on (overrides AYE_PORT)")
-    sub.add_parser("migrate", help="bring the store's schema up to date (serve does it at start)")
+    plain_command(sub, "migrate")
     asks = sub.add_parser("asks", help="list open asks (or all)")
     asks.add_argument("--all", action="store_true", help="every ask, not only open ones")
     asks.add_argument("--max", type=int, default=1000, help=argparse.SUPPRESS)
@@ -298,8 +288,8 @@ def parser() -> argparse.ArgumentParser:
     answer.add_argument("--note", help="a remark beside the answer")
     withdraw = sub.add_parser("withdraw", help="withdraw an open ask")
     withdraw.add_argument("ref")
-    sub.add_parser("watch", help="print every change to an ask as it happens (Ctrl-C stops)")
-    sub.add_parser("tui", help="the operator's inbox in the terminal, live (q quits)")
+    plain_command(sub, "watch")
+    plain_command(sub, "tui")
     audit = sub.add_parser("audit", help="the audit chain: export it, or verify it")
     steps = audit.add_subparsers(dest="audit", required=True)
     export = steps.add_parser("export", help="every entry as a JSON line (from AYE_URL)")
@@ -313,8 +303,7 @@ def parser() -> argparse.ArgumentParser:
     keys.add_subparsers(dest="keys", required=True).add_parser(
         "rotate", help="make a new current key in the store (AYE_DATABASE_URL); the earlier "
         "ones still verify")
-    sub.add_parser("mcp", help="aye's MCP server over stdio, for an MCP client to start "
-                   "(as the agent of AYE_AGENT_TOKEN, talking to AYE_URL)")
+    plain_command(sub, "mcp")
     return top
 
 

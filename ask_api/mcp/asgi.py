@@ -32,16 +32,18 @@ SENT = "aye.sent"  # the ASGI scope's key for the exchange's Sent
 _finishing: set[asyncio.Task[None]] = set()
 
 
-async def serve(app: ASGIApp, request: web.Request, extra: Mapping[str, Any]) -> web.StreamResponse:
+async def serve(
+    app: ASGIApp, request: web.Request, extra: Mapping[str, Any], head: bytes = b""
+) -> web.StreamResponse:
     """Run `app` for `request`, its scope carrying `extra` (who is calling), and return the
-    response it streamed.
+    response it streamed. `head`: the start of the body, already read from the request.
 
     The application runs in a task of its own: aiohttp may cancel a handler whose client has
     gone (test servers do, and so does a server with handler_cancellation), but an ASGI
     application is never cancelled for that; it is told (`http.disconnect`) and finishes its
     own way. The SDK's session manager depends on it: a session whose opening request was
     cancelled after its response went out is thrown away."""
-    exchange = Exchange(request)
+    exchange = Exchange(request, head)
     scope = scope_of(request, {**extra, SENT: exchange.sent})
 
     async def run() -> None:
@@ -133,8 +135,9 @@ class Sent:
 class Exchange:
     """One request and its response, as ASGI's `receive` and `send`."""
 
-    def __init__(self, request: web.Request) -> None:
+    def __init__(self, request: web.Request, head: bytes = b"") -> None:
         self.request = request
+        self.head = head  # the start of the body, read before the application ran
         self.response: web.StreamResponse | None = None
         self.body_read = False
         self.done = False
@@ -142,7 +145,8 @@ class Exchange:
 
     async def receive(self) -> Message:
         if not self.body_read:
-            chunk = await self.request.content.readany()
+            chunk, self.head = self.head, b""
+            chunk = chunk or await self.request.content.readany()
             self.body_read = not chunk or self.request.content.at_eof()
             return {"type": "http.request", "body": chunk, "more_body": not self.body_read}
         await self._gone()

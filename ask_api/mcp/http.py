@@ -26,8 +26,9 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from ask_api.http import ApiError
+from ask_api.http import ApiError, DuplicateKeyError
 from ask_api.mcp import asgi
+from ask_api.mcp.duplicates import Duplicated, duplicated, error_body
 from ask_api.mcp.local import LocalAgent
 from ask_api.mcp.sent import AfterSent
 from ask_api.mcp.tools import AgentPort, Context, build_server
@@ -37,6 +38,7 @@ from core.app.service import Service
 from core.domain.types import AgentInfo
 
 AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
+DUPLICATED = "aye.duplicated"  # the ASGI scope's key for a key the body holds twice
 # A JSON-RPC envelope around at most 64 KiB of arguments (the API's body limit, checked per call).
 MAX_ENVELOPE = 128 * 1024
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -57,10 +59,16 @@ class McpEndpoint:
         )
 
     def port_for(self, ctx: Context) -> AgentPort:
+        """aye as the agent behind a tool call; an ApiError when there is none, or when the
+        call's body held a key twice."""
         scope = getattr(ctx.request, "scope", None) or {}
         agent = scope.get(AGENT)
         if not isinstance(agent, AgentInfo):  # handle() put it there; nothing else serves them
             raise ApiError(401, "unauthorized", "a valid bearer token is required")
+        twice = scope.get(DUPLICATED)
+        if isinstance(twice, Duplicated) and twice.call == ctx.request_id:
+            # The SDK took one of the two: the call is refused before it acts on either.
+            raise DuplicateKeyError(twice.key)
         sent = scope.get(asgi.SENT)
         return LocalAgent(self.asks, agent,
                           AfterSent(sent if isinstance(sent, asgi.Sent) else None, ctx.request_id))
@@ -71,8 +79,12 @@ class McpEndpoint:
         request[CALLER] = caller  # the access line names the agent, as for /v1
         # The SDK binds each session to the principal that opened it; the token never goes in.
         user = AuthenticatedUser(AccessToken(token="", client_id=caller.agent.name, scopes=[]))
+        head = await _head(request) if request.method == "POST" else b""
+        found = duplicated(head) if len(head) <= MAX_ENVELOPE else None
+        if found is not None and found.call is None:
+            return web.json_response(error_body(found.key), status=400)
         return await asgi.serve(self.manager.handle_request, request,
-                                {"user": user, AGENT: caller.agent})
+                                {"user": user, AGENT: caller.agent, DUPLICATED: found}, head)
 
     async def lifecycle(self, _app: web.Application) -> AsyncIterator[None]:
         """The session manager's task group, in a task of its own: an anyio task group must be
@@ -101,6 +113,16 @@ class McpEndpoint:
         finally:
             stop.set()
             await task
+
+
+async def _head(request: web.Request) -> bytes:
+    """The body, read to its end unless it is over MAX_ENVELOPE (then as much as was read: the
+    SDK refuses it, reading on)."""
+    chunks, size = [], 0
+    while size <= MAX_ENVELOPE and (chunk := await request.content.readany()):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def transport_security(host: str, public_url: str | None = None) -> TransportSecuritySettings:

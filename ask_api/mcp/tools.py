@@ -154,8 +154,9 @@ class Tools:
             raise MCPError(types.INVALID_PARAMS, f"no tool named {params.name!r}: the tools are "
                            "ask, wait and request_approval")
         try:
+            port = self.port_for(ctx)  # first: it refuses a call whose body held a key twice
             raw = checked(params.arguments)
-            return ok(await run(self.port_for(ctx), raw, Progress(ctx)))
+            return ok(await run(port, raw, Progress(ctx)))
         except ApiError as error:
             emit(log, "mcp.tool_error", tool=params.name, error=error.code)
             return failed(error)
