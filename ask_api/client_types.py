@@ -4,6 +4,7 @@ of an answer, and how a gate's 403 decision reads as an exception. Import them f
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 from typing import Any, cast
@@ -30,17 +31,27 @@ class AskClosed(AyeError):
     """The question expired or was withdrawn before anyone answered."""
 
 
+# A remembered refusal's 403 says until when in its message (ask_api/views.py, decision_body).
+REMEMBERED_UNTIL = re.compile(r"not asked again until (\d{4}-\d\d-\d\dT[\d:.]+Z)")
+
+
 class ApprovalRefused(AyeError):
     """A person refused the call; `note` is the reason they gave, if any. `repeat` is True
     when aye refused it at once, remembering an earlier refusal of this exact call (nobody
-    was asked again: asking again soon would only be refused the same way)."""
+    was asked again: asking again soon would only be refused the same way); `until` is then
+    when that refusal is forgotten (an ISO 8601 UTC time, as the server said it), if known."""
 
     def __init__(
-        self, operation: str, by: str | None, note: str | None = None, repeat: bool = False
+        self, operation: str, by: str | None, note: str | None = None, repeat: bool = False,
+        until: str | None = None,
     ) -> None:
-        again = " (remembered: not asked again)" if repeat else ""
+        again = ""
+        if repeat:
+            again = f" (remembered: not asked again until {until})" if until else (
+                " (remembered: not asked again)")
         super().__init__(403, "approval_refused", f"{operation} was refused by {by}{again}")
         self.operation, self.by, self.note, self.repeat = operation, by, note, repeat
+        self.until = until
 
 
 class ApprovalTimedOut(AyeError):
@@ -100,8 +111,9 @@ def refusal(operation: str, reply: dict[str, Any]) -> AyeError:
     timed out, or nobody who could approve it can be reached."""
     error = reply.get("error")
     if error == "approval_refused":
+        said = REMEMBERED_UNTIL.search(str(reply.get("message") or ""))
         return ApprovalRefused(operation, reply.get("by"), reply.get("note"),
-                               reply.get("repeat") is True)
+                               reply.get("repeat") is True, said.group(1) if said else None)
     if error == "approval_timed_out":
         return ApprovalTimedOut(operation)
     if error == "approval_unavailable" or not error:

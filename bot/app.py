@@ -34,13 +34,14 @@ from bot.run import CannotListen, check_port, run
 from bot.settings import AUDIT_HEAD_EVERY_S, Settings, SettingsError, reach
 from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
-from bot.token_file import TokensElsewhere, ensure_tokens, keep_in_store, token_file_path
+from bot.token_file import TokenFileError, settle_tokens, token_file_path
 from core.app import delivery
 from core.app.keys import Keyring
 from core.app.parts import Parts
 from core.app.ports import SurfaceConfigError
 from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock
+from core.domain.kinds import EMAIL_KIND
 from core.domain.logline import emit
 from handlers.web import events_session, operator_session, operator_session_alive, sign_ins
 from handlers.web import setup as setup_inbox
@@ -158,6 +159,19 @@ def slack_warning(settings: Settings, config: AyeConfig) -> list[str]:
         return []
     return ["warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
             "[[people]] id): Slack will show nothing"]
+
+
+def email_warning(settings: Settings, config: AyeConfig) -> list[str]:
+    """A start-up line when the config names an email: responder while email is off: it
+    would be mailed nothing."""
+    email = next((p for p in PLUGINS if p.name == EMAIL_KIND), None)
+    if email is None or email.read_settings(settings.env) is not None:
+        return []
+    key = config.first_naming(EMAIL_KIND)
+    if key is None:
+        return []
+    return [f"warning: {key} names an email: responder but email is off (set AYE_SMTP_URL, "
+            "AYE_MAIL_FROM and AYE_PUBLIC_URL): nothing will be mailed"]
 
 
 def where(settings: Settings, port: int) -> list[str]:
@@ -294,19 +308,15 @@ def serve() -> int:
         unused_sections(settings, config)
         surface_lines.append(describe_sign_ins(sign_in_providers(settings, config, PLUGINS)))
         store_line = Store(settings.database_url).describe()
-        surface_lines += slack_warning(settings, config)
+        surface_lines += slack_warning(settings, config) + email_warning(settings, config)
         check_port(settings.host, settings.port)  # busy: fail before a token file or a store
     except (SettingsError, ConfigError, SurfaceConfigError, StoreError, CannotListen) as exc:
         return _fail(str(exc))
     token_path = token_file_path(settings.database_url)
     try:
-        operator, agent = ensure_tokens(
-            token_path, settings.operator_token, settings.agent_token, need_agent=not config.agents,
-            keep=lambda mine: asyncio.run(keep_in_store(settings.database_url, mine)),
-        )
-    except OSError as exc:
-        return _fail(f"cannot write the token file {token_path}: {exc.strerror}")
-    except (TokensElsewhere, StoreError) as exc:
+        operator, agent = settle_tokens(token_path, settings.database_url, settings.operator_token,
+                                        settings.agent_token, need_agent=not config.agents)
+    except (TokenFileError, StoreError) as exc:
         return _fail(str(exc))
     shared = [a.name for a in config.agents if a.token() == operator]
     if shared or (agent is not None and agent == operator):

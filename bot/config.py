@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
+from bot.near_miss import did_you_mean
 from bot.surfaces import PLUGINS
 from core.app.service import SurfacePlugin
 from core.domain.callback_urls import BadUrl, parse_prefix
@@ -247,6 +248,11 @@ class AyeConfig(Strict):
                     raise AtKey(where, f"{who} names no [[people]] entry")
         return self
 
+    def first_naming(self, kind: str) -> str | None:
+        """The first key (`gates[1].responders`) that names a responder of `kind`, or None."""
+        return next((key for key, responders in self._responder_lists()
+                     if any(who.kind == kind for who in responders)), None)
+
     def _responder_lists(self) -> list[tuple[str, list[Responder]]]:
         found: list[tuple[str, list[Responder]]] = [("defaults.responders", self.defaults.responders)]
         found += [(f"agents[{i}].responders", a.responders or [])
@@ -361,10 +367,11 @@ def load_config(path: Path, named: bool = False) -> AyeConfig:
         err = exc.errors()[0]
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + did_you_mean(Config, tuple(err["loc"]))
         key = key_path(tuple(err["loc"]), first=1)
         if isinstance(entry := err.get("ctx", {}).get("error"), EntryError):
             key += f"[{entry.index}]{entry.rest}"
         elif isinstance(entry, AtKey):
             key = entry.key
         raise ConfigError(f"{path}: {key or '(file)'}: {msg}") from None
+

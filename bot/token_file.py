@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -19,9 +20,24 @@ PREFIX = {"operator": "aye_op_", "agent": "aye_ag_"}
 Keep = Callable[[dict[str, str]], set[str]]
 
 
-class TokensElsewhere(Exception):
-    """The store keeps generated tokens this folder's file does not hold: one line for
-    the operator, and `aye serve` exits 2 with it."""
+class TokenFileError(Exception):
+    """The tokens cannot be settled: one line for the operator, and `aye serve` exits 2."""
+
+
+class TokensElsewhere(TokenFileError):
+    """The store keeps generated tokens this folder's file does not hold."""
+
+
+def settle_tokens(
+    path: Path, database_url: str, operator: str | None, agent: str | None, need_agent: bool
+) -> tuple[str, str | None]:
+    """ensure_tokens, checked against the store at `database_url`; TokenFileError (or the
+    store's StoreError) with one line when they cannot be settled."""
+    try:
+        return ensure_tokens(path, operator, agent, need_agent,
+                             keep=lambda mine: asyncio.run(keep_in_store(database_url, mine)))
+    except OSError as exc:
+        raise TokenFileError(f"cannot write the token file {path}: {exc.strerror}") from None
 
 
 def token_file_path(database_url: str) -> Path:
