@@ -4,6 +4,7 @@ with the last event's id when the connection drops, so nothing is missed or show
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 import urllib.error
@@ -28,8 +29,20 @@ class Refused(Exception):
 
 
 def cmd_watch(client: HasServer, first_failure: type[Exception]) -> int:
-    """Print each event until interrupted. `first_failure` is raised when the server cannot be
-    reached at all at the start (the CLI's exit 3); later drops are retried."""
+    """Print each event until interrupted (SIGINT: exit 0). `first_failure` is raised when the
+    server cannot be reached at all at the start (the CLI's exit 3); later drops are retried."""
+    # A shell starts a background job (a script's `aye watch &`, a test runner's child) with
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt of its own: the watch would
+    # run on through every SIGINT. And an interrupt stops it wherever it is: reading, printing,
+    # between a drop and the wait before reconnecting.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _follow(client, first_failure)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _follow(client: HasServer, first_failure: type[Exception]) -> int:
     last: str | None = None
     failures = 0
     while True:
@@ -41,16 +54,11 @@ def cmd_watch(client: HasServer, first_failure: type[Exception]) -> int:
         except Refused as exc:
             print(f"aye: {exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:
-            return 0
         except (urllib.error.URLError, OSError) as exc:
             if last is None and failures == 0:
                 raise first_failure(f"cannot reach aye at {client.url}: {exc}") from None
         failures += 1
-        try:
-            time.sleep(RETRY_S[min(failures, len(RETRY_S)) - 1])
-        except KeyboardInterrupt:
-            return 0
+        time.sleep(RETRY_S[min(failures, len(RETRY_S)) - 1])
 
 
 def _events(client: HasServer, last: str | None) -> Iterator[tuple[str, str]]:

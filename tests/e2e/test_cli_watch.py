@@ -12,14 +12,30 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
-from tests.e2e.test_process import AGENT, OP, Api, Server, base_env, free_port, start_server, stop
+from tests.e2e.test_process import (
+    AGENT,
+    OP,
+    Api,
+    Server,
+    base_env,
+    nothing_listening,
+    start_server,
+    stop,
+)
 
 
-def watcher(tmp: Path, url: str, token: str = OP) -> subprocess.Popen[bytes]:
+def watcher(tmp: Path, url: str, token: str = OP, background: bool = False
+            ) -> subprocess.Popen[bytes]:
+    """`aye watch`; `background`: started as a script's `aye watch &` is, SIGINT ignored (a
+    shell starts a background job so when job control is off, as in scripts and CI)."""
     env = base_env(tmp, f"sqlite+aiosqlite:///{tmp}/unused.db", AYE_URL=url,
                    AYE_OPERATOR_TOKEN=token)
-    return subprocess.Popen([sys.executable, "-m", "bot", "watch"], cwd=tmp, env=env,
+    command = [sys.executable, "-m", "bot", "watch"]
+    if background:
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+    return subprocess.Popen(command, cwd=tmp, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -29,13 +45,15 @@ async def next_line(proc: subprocess.Popen[bytes], timeout: float = 10) -> str:
     return raw.decode()
 
 
+@pytest.mark.parametrize("started", ["foreground", "background"])
 async def test_watch_prints_each_event_and_resumes_after_a_restart(
-    tmp_path: Path, sqlite_url: str
+    tmp_path: Path, sqlite_url: str, started: str
 ) -> None:
+    """And stops on SIGINT however it was started."""
     url = sqlite_url
-    port = free_port()
-    server: Server = await start_server(tmp_path, url, port=port)
-    proc = watcher(tmp_path, server.url)
+    server: Server = await start_server(tmp_path, url)
+    port = int(server.url.rpartition(":")[2])  # the restart listens where the watch reconnects
+    proc = watcher(tmp_path, server.url, background=started == "background")
     try:
         async with aiohttp.ClientSession() as session:
             api = Api(session, server.url)
@@ -84,9 +102,10 @@ async def test_watch_with_a_wrong_token_exits_2(tmp_path: Path, sqlite_url: str)
 
 
 def test_watch_with_nothing_listening_exits_3(tmp_path: Path) -> None:
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/x.db",
-                   AYE_URL=f"http://127.0.0.1:{free_port()}", AYE_OPERATOR_TOKEN=OP)
-    done = subprocess.run([sys.executable, "-m", "bot", "watch"], cwd=tmp_path, env=env,
-                          capture_output=True, timeout=30)
+    with nothing_listening() as refused:
+        env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/x.db", AYE_URL=refused,
+                       AYE_OPERATOR_TOKEN=OP)
+        done = subprocess.run([sys.executable, "-m", "bot", "watch"], cwd=tmp_path, env=env,
+                              capture_output=True, timeout=30)
     assert done.returncode == 3 and b"cannot reach aye" in done.stderr
     assert os.linesep.encode() in done.stderr
