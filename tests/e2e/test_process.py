@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from tests.stores import HeadDatabase, postgres_at_head
 
@@ -24,6 +28,9 @@ AGENT = "agent-proc-token"
 
 
 def free_port() -> int:
+    """A port free a moment ago, no longer held: another test's server may take it before a
+    process binds it. For aye serve use start_server (AYE_PORT=0); for a refused URL,
+    nothing_listening()."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -49,33 +56,77 @@ def base_env(tmp: Path, database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
+LISTENING = re.compile(r"listening on http://(?:\[[^\]]*\]|[^\s:/\"]+):(\d+)")  # text or JSON
+START_S = 20  # for a start on a loaded machine
+
+
 async def start_server(
     tmp: Path, database_url: str, name: str = "aye", port: int | None = None, **env: str
 ) -> Server:
-    port = port or free_port()
-    log = tmp / f"{name}-{port}.log"
-    full = base_env(tmp, database_url, AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP,
-                    AYE_AGENT_TOKEN=AGENT, **env)
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp, env=full,
-                                stdout=out, stderr=subprocess.STDOUT)
-    server = Server(proc, f"http://127.0.0.1:{port}", log)
-    deadline = time.monotonic() + 20
+    """`aye serve`, up and answering. With no `port` it listens where the system finds one free
+    (AYE_PORT=0) and says which: a port picked here and bound by the process later could be
+    taken in between by another worker's server, whose answers would then pass for this one's.
+    With a `port` (a restart where a client waits), a start that found it taken is tried again
+    until the deadline. Either way only a port the process itself said it bound is used."""
+    deadline = time.monotonic() + START_S
+    while True:
+        server = _spawn(tmp, database_url, name, port or 0, env)
+        bound = await _bound_port(server, deadline)
+        if bound is not None:
+            break
+        if port is None or "cannot listen on" not in server.output():
+            raise AssertionError(f"aye serve exited {server.proc.returncode}: {server.output()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"port {port} stayed taken: {server.output()}")
+        await asyncio.sleep(0.1)  # another test's probe of the port is gone within moments
+    server.url = f"http://127.0.0.1:{bound}"
     async with aiohttp.ClientSession() as session:
         while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"aye serve exited {proc.returncode}: {server.output()}")
             try:
                 async with session.get(server.url + "/healthz") as resp:
                     if resp.status == 200:
                         return server
             except aiohttp.ClientError:
                 pass
-            if time.monotonic() > deadline:
-                proc.kill()  # never leave a server running behind a failed test
-                proc.wait(timeout=10)
+            if server.proc.poll() is not None or time.monotonic() > deadline:
+                stop(server, signal.SIGKILL)  # never leave a server running behind a failed test
                 raise AssertionError("aye serve did not come up: " + server.output())
             await asyncio.sleep(0.05)
+
+
+def _spawn(tmp: Path, database_url: str, name: str, port: int, env: dict[str, str]) -> Server:
+    taken = {p.name for p in tmp.glob(f"{name}-*.log")}
+    log = tmp / next(f"{name}-{n}.log" for n in itertools.count() if f"{name}-{n}.log" not in taken)
+    full = base_env(tmp, database_url, AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP,
+                    AYE_AGENT_TOKEN=AGENT, **env)
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp, env=full,
+                                stdout=out, stderr=subprocess.STDOUT)
+    return Server(proc, "", log)
+
+
+async def _bound_port(server: Server, deadline: float) -> int | None:
+    """The port from the process's "listening on" line, once printed; None when it exited
+    without one. Past the deadline: killed, and AssertionError."""
+    while True:
+        found = LISTENING.search(server.output())
+        if found:
+            return int(found.group(1))
+        if server.proc.poll() is not None:
+            return None
+        if time.monotonic() > deadline:
+            stop(server, signal.SIGKILL)
+            raise AssertionError("aye serve did not come up: " + server.output())
+        await asyncio.sleep(0.05)
+
+
+@contextlib.contextmanager
+def nothing_listening() -> Iterator[str]:
+    """An http:// URL on a port held (bound, not listening) for the block: connections to it are
+    refused, and no other test's server can take it meanwhile, as one could a port only probed."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
 def stop(server: Server, sig: int = signal.SIGTERM) -> None:
@@ -126,7 +177,7 @@ def run_cli(tmp: Path, url: str, *args: str, token: str | None = OP) -> subproce
 
 
 def test_a_typo_in_aye_config_stops_serve_with_exit_2(tmp_path: Path) -> None:
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()),
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0",
                    AYE_CONFIG=str(tmp_path / "aye.tmol"))
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=30)
@@ -138,7 +189,7 @@ def test_a_typo_in_aye_config_stops_serve_with_exit_2(tmp_path: Path) -> None:
 def test_an_operator_token_equal_to_an_agents_stops_serve_with_exit_2(
     tmp_path: Path, agents: bool
 ) -> None:
-    extra = {"AYE_OPERATOR_TOKEN": "same", "AYE_PORT": str(free_port())}
+    extra = {"AYE_OPERATOR_TOKEN": "same", "AYE_PORT": "0"}
     if agents:
         (tmp_path / "aye.toml").write_text("[[agents]]\nname = 'ci'\ntoken_env = 'AYE_TOKEN_CI'\n")
         extra["AYE_TOKEN_CI"] = "same"
@@ -175,7 +226,7 @@ VERIFIER = ("[[verifiers]]\nname = 'docsign'\nsecret_env = 'AYE_T_SECRET'\n"
 )
 def test_bad_config_stops_serve_with_exit_2(tmp_path: Path, config: str, expected: str) -> None:
     (tmp_path / "aye.toml").write_text(config)
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()),
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0",
                    AYE_T_SECRET="s3cret")
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=30)
@@ -185,18 +236,51 @@ def test_bad_config_stops_serve_with_exit_2(tmp_path: Path, config: str, expecte
     assert str(tmp_path / "aye.toml") in lines[0] and expected in lines[0]
 
 
+async def test_a_server_started_on_a_taken_port_is_ours_not_the_one_that_had_it(
+    tmp_path: Path, sqlite_url: str, servers: list[Server], session: aiohttp.ClientSession
+) -> None:
+    """The harness: with xdist, another test's server can take the port a test asks for (a
+    restart's) or was given. Its /healthz answers too; only aye's own "listening on" says
+    the port is this process's. Until the other lets go, the start is tried again."""
+    async def healthy(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    decoy = web.Application()
+    decoy.router.add_get("/healthz", healthy)
+    runner = web.AppRunner(decoy)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    starting = asyncio.ensure_future(start_server(tmp_path, sqlite_url, port=port))
+    try:
+        async with asyncio.timeout(20):  # until a start found the port taken
+            while not any("cannot listen on" in log.read_text() for log in tmp_path.glob("aye-*.log")):
+                if starting.done():
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        await runner.cleanup()
+    server = await starting
+    servers.append(server)
+    assert server.url == f"http://127.0.0.1:{port}"
+    status, me = await Api(session, server.url).call("GET", "/v1/whoami", token=OP)
+    assert status == 200, me
+
+
 async def test_zero_config_serve_and_cli(tmp_path: Path, servers: list[Server]) -> None:
     """No env, no config: tokens generated once into an owner-only file the CLI reads."""
-    port = free_port()
-    env = base_env(tmp_path, "sqlite+aiosqlite:///./aye.db", AYE_PORT=str(port))
+    env = base_env(tmp_path, "sqlite+aiosqlite:///./aye.db", AYE_PORT="0")  # a port found free
     env.pop("AYE_DATABASE_URL")
     env.pop("AYE_CONFIG")
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
-    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    server = Server(proc, "", log)
     servers.append(server)
+    port = await _bound_port(server, time.monotonic() + START_S)
+    server.url = f"http://127.0.0.1:{port}"
     token_file = tmp_path / "aye-tokens.json"
     async with aiohttp.ClientSession() as session:
         for _ in range(400):
@@ -266,7 +350,8 @@ async def test_cli_commands(tmp_path: Path, servers: list[Server], session: aioh
     assert "no open asks" in run_cli(tmp_path, server.url, "asks").stdout
     assert second["ref"] in run_cli(tmp_path, server.url, "asks", "--all").stdout
     assert run_cli(tmp_path, server.url, "frobnicate").returncode == 2
-    assert run_cli(tmp_path, f"http://127.0.0.1:{free_port()}", "asks").returncode == 3
+    with nothing_listening() as refused:
+        assert run_cli(tmp_path, refused, "asks").returncode == 3
     assert run_cli(tmp_path, server.url, "asks", token="wrong").returncode == 2
     assert run_cli(tmp_path, "notaurl", "asks").returncode == 2
 
