@@ -4,12 +4,9 @@ as people read them."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
-from core.domain.visible import visible
-
-PART_CODE = re.compile(r"\[(U(\+[0-9A-F]*)?)?$")
+from core.domain.visible import cut_before_code, visible
 
 
 def when(text: str | None) -> float | None:
@@ -51,7 +48,7 @@ def block(value: object, indent: str = "  ") -> str:
 def one_line(text: str, width: int) -> str:
     flat = line(text)
     # Cut before a code rather than inside it: `[U+20…` would name no character.
-    return flat if len(flat) <= width else PART_CODE.sub("", flat[: width - 1]) + "…"
+    return flat if len(flat) <= width else cut_before_code(flat[: width - 1]) + "…"
 
 
 def joined(value: object) -> str:

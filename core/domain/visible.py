@@ -12,6 +12,7 @@ unchanged: only its display changes.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -22,6 +23,8 @@ HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 # What multi-line text keeps as it is: its line breaks and tabs.
 MULTILINE_KEEPS = frozenset("\n\t")
 HIDDEN_WARNING = "this request contains hidden or reordering characters"
+# The start of a code at the end of a text cut short: `[`, `[U`, `[U+20`.
+PART_CODE = re.compile(r"\[(U(\+[0-9A-F]{0,5})?)?$")
 
 
 def is_hidden(char: str, multiline: bool = False) -> bool:
@@ -44,6 +47,11 @@ def visible(text: str, multiline: bool = False) -> str:
     if multiline:
         text = text.replace("\r\n", "\n")
     return "".join(code_of(c) if is_hidden(c, multiline) else c for c in text)
+
+
+def cut_before_code(cut: str) -> str:
+    """Shown text cut short, without a code's first part at its end (`[U+20` names nothing)."""
+    return PART_CODE.sub("", cut)
 
 
 def has_hidden(value: Any, multiline: bool = True) -> bool:

@@ -15,7 +15,7 @@ import jinja2
 
 from core.app.ports import AskRow
 from core.domain import formats, rules
-from core.domain.visible import visible
+from core.domain.visible import cut_before_code, visible
 from handlers.web.views import Card, card
 
 SUBJECT_LIMIT = 120
@@ -78,7 +78,7 @@ def subject(ask: AskRow) -> str:
     # One line: no header folding, no injection. Only plain blanks fold into a space (split()
     # would also swallow U+2028 and other separators); every hidden character shows as its code.
     line = visible(BLANKS.sub(" ", f"[aye] {what}").strip())
-    return line if len(line) <= SUBJECT_LIMIT else line[: SUBJECT_LIMIT - 1] + "…"
+    return line if len(line) <= SUBJECT_LIMIT else cut_before_code(line[: SUBJECT_LIMIT - 1]) + "…"
 
 
 def compose(

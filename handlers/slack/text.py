@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from core.domain.visible import visible
+from core.domain.visible import cut_before_code, visible
 
 
 def escape(text: str) -> str:
@@ -32,13 +32,13 @@ def cut_escaped(shown: str, limit: int) -> str:
     opened = cut.rfind("<")
     if opened != -1 and ">" not in cut[opened:]:
         cut = cut[:opened]
-    return cut + "…" if limit >= 1 else ""
+    return cut_before_code(cut) + "…" if limit >= 1 else ""
 
 
 def clip(text: str, limit: int) -> str:
     """Plain text (no mrkdwn), its hidden characters as codes, cut to `limit` characters."""
     text = visible(text, multiline=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else cut_before_code(text[: limit - 1]) + "…"
 
 
 def slack_date(epoch: float) -> str:

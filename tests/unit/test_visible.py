@@ -10,6 +10,7 @@ import pytest
 from core.domain.visible import (
     HIDDEN_WARNING,
     approval_hides,
+    cut_before_code,
     has_hidden,
     visible,
     visible_json,
@@ -78,3 +79,19 @@ def test_what_was_sent_is_not_changed() -> None:
     visible_json(sent)
     has_hidden(sent)
     assert sent == TRICK
+
+
+@pytest.mark.parametrize("cut", ["a[", "a[U", "a[U+", "a[U+20", "a[U+202", "a[U+E004"])
+def test_text_cut_inside_a_code_loses_the_codes_start(cut: str) -> None:
+    assert cut_before_code(cut) == "a"
+    assert cut_before_code("a[U+202E]") == "a[U+202E]"
+    assert cut_before_code("see [docs]") == "see [docs]"
+
+
+def test_slack_shows_codes_before_its_escaping_and_never_cuts_one() -> None:
+    from handlers.slack.text import clip, escape, fit
+
+    assert escape("<!channel> \u202e&") == "&lt;!channel&gt; [U+202E]&amp;"
+    assert escape("two\nlines\u2028") == "two\nlines[U+2028]"
+    assert fit("abc\u202edef", 7) == "abc…"  # `abc[U+2…` would name nothing
+    assert clip("go\u200b", 20) == "go[U+200B]"
