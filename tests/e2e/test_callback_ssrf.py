@@ -27,7 +27,7 @@ from core.app.timing import ManualClock
 from store.models import OutboxRow
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye, eventually
 from tests.e2e.test_mcp_http import connected, error, start_mcp_aye
-from tests.e2e.test_process import base_env, free_port
+from tests.e2e.test_process import base_env
 from tests.local_server import LocalServer
 
 TOKEN = "token-cb-ssrf"
@@ -277,7 +277,7 @@ def test_aye_serve_with_a_bad_prefix_exits_2_naming_the_key(tmp_path: Path) -> N
     (tmp_path / "aye.toml").write_text(
         "[[agents]]\nname = 'a'\ntoken_env = 'AYE_T_TOKEN'\n"
         "callback_urls = ['https://hooks.test@127.0.0.1:9/']\n")
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()),
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0",
                    AYE_T_TOKEN="t1")
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)

@@ -14,14 +14,14 @@ import aiohttp
 import pytest
 
 from tests.conftest import postgres_url
-from tests.e2e.test_process import AGENT, Api, Server, base_env, free_port, servers, start_server
+from tests.e2e.test_process import AGENT, Api, Server, base_env, servers, start_server
 from tests.unit.test_database_url_forms import BAD, FORMS
 
 __all__ = ["servers"]  # a fixture, used by name below
 
 
 def run(tmp: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = base_env(tmp, url, AYE_PORT=str(free_port()), AYE_OPERATOR_TOKEN="op-url-token",
+    env = base_env(tmp, url, AYE_PORT="0", AYE_OPERATOR_TOKEN="op-url-token",
                    AYE_AGENT_TOKEN="agent-url-token")
     return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp, env=env,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

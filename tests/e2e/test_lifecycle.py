@@ -15,7 +15,16 @@ from pathlib import Path
 import aiohttp
 
 from tests.conftest import PG_SERVER
-from tests.e2e.test_process import AGENT, Api, Server, base_env, free_port, start_server, store_url
+from tests.e2e.test_process import (
+    AGENT,
+    START_S,
+    Api,
+    Server,
+    base_env,
+    bound_port,
+    start_server,
+    store_url,
+)
 
 __all__ = ["store_url"]  # a fixture, used by name below
 
@@ -80,7 +89,7 @@ def test_an_address_in_use_is_one_line_and_nothing_claims_to_listen(tmp_path: Pa
 
 def test_a_missing_postgresql_database_is_one_line_naming_the_store(tmp_path: Path) -> None:
     url = PG_SERVER.rsplit("/", 1)[0] + "/aye_no_such_database"
-    done = serve_once(tmp_path, url, AYE_PORT=str(free_port()))
+    done = serve_once(tmp_path, url, AYE_PORT="0")
     assert done.returncode == 2
     lines = said(done)
     assert len(lines) == 1 and len(done.stderr.splitlines()) == 1, done.stderr
@@ -90,7 +99,7 @@ def test_a_missing_postgresql_database_is_one_line_naming_the_store(tmp_path: Pa
 
 def test_a_wrong_postgresql_port_blames_the_store_not_the_listen_address(tmp_path: Path) -> None:
     url = "postgresql+asyncpg://postgres:secret@127.0.0.1:1/test"
-    done = serve_once(tmp_path, url, AYE_PORT=str(free_port()))
+    done = serve_once(tmp_path, url, AYE_PORT="0")
     assert done.returncode == 2
     lines = said(done)
     assert len(lines) == 1 and len(done.stderr.splitlines()) == 1, done.stderr
@@ -103,7 +112,7 @@ async def test_a_second_process_on_one_sqlite_file_refuses_to_start(tmp_path: Pa
     url = f"sqlite+aiosqlite:///{tmp_path}/aye.db"
     first: Server = await start_server(tmp_path, url)
     try:
-        done = await asyncio.to_thread(serve_once, tmp_path, url, AYE_PORT=str(free_port()))
+        done = await asyncio.to_thread(serve_once, tmp_path, url, AYE_PORT="0")
     finally:
         first.proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(first.proc.wait, 10)
@@ -119,16 +128,18 @@ async def test_a_second_process_on_one_sqlite_file_refuses_to_start(tmp_path: Pa
 
 
 async def test_serve_reads_dot_env_and_the_real_environment_wins(tmp_path: Path) -> None:
-    port = free_port()
     (tmp_path / ".env").write_text(
         "AYE_OPERATOR_TOKEN=op-from-dotenv\nAYE_AGENT_TOKEN=agent-from-dotenv\nAYE_PORT=1\n"
     )
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
+    # AYE_PORT=0 (a port the system finds free, said in "listening on") wins over the .env's 1.
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0")
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
     try:
+        port = await bound_port(Server(proc, "", log), time.monotonic() + START_S)
+        assert port not in (None, 1), log.read_text()
         async with aiohttp.ClientSession() as session:
             api = Api(session, f"http://127.0.0.1:{port}")
             for _ in range(500):
@@ -146,7 +157,7 @@ async def test_serve_reads_dot_env_and_the_real_environment_wins(tmp_path: Path)
 
 def test_a_config_section_for_a_surface_that_is_off_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "aye.toml").write_text("[slack]\ndefault_channel = 'C0123ABCD'\n")
-    done = serve_once(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(free_port()))
+    done = serve_once(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0")
     assert done.returncode == 2
     assert said(done) == [
         f"aye: {tmp_path}/aye.toml: [slack] is set, but slack: off (set SLACK_BOT_TOKEN and "

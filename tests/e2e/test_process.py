@@ -71,7 +71,7 @@ async def start_server(
     deadline = time.monotonic() + START_S
     while True:
         server = _spawn(tmp, database_url, name, port or 0, env)
-        bound = await _bound_port(server, deadline)
+        bound = await bound_port(server, deadline)
         if bound is not None:
             break
         if port is None or "cannot listen on" not in server.output():
@@ -105,7 +105,7 @@ def _spawn(tmp: Path, database_url: str, name: str, port: int, env: dict[str, st
     return Server(proc, "", log)
 
 
-async def _bound_port(server: Server, deadline: float) -> int | None:
+async def bound_port(server: Server, deadline: float) -> int | None:
     """The port from the process's "listening on" line, once printed; None when it exited
     without one. Past the deadline: killed, and AssertionError."""
     while True:
@@ -279,7 +279,7 @@ async def test_zero_config_serve_and_cli(tmp_path: Path, servers: list[Server]) 
                                 stdout=out, stderr=subprocess.STDOUT)
     server = Server(proc, "", log)
     servers.append(server)
-    port = await _bound_port(server, time.monotonic() + START_S)
+    port = await bound_port(server, time.monotonic() + START_S)
     server.url = f"http://127.0.0.1:{port}"
     token_file = tmp_path / "aye-tokens.json"
     async with aiohttp.ClientSession() as session:

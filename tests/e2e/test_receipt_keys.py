@@ -27,7 +27,6 @@ from tests.e2e.test_process import (  # the last three are fixtures, used by nam
     Api,
     Server,
     base_env,
-    free_port,
     run_cli,
     servers,
     session,
@@ -136,7 +135,7 @@ def test_a_signing_key_that_cannot_be_used_stops_serve(tmp_path: Path, problem: 
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption()))
     env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db",
-                   AYE_PORT=str(free_port()), AYE_SIGNING_KEY_PATH=str(pem))
+                   AYE_PORT="0", AYE_SIGNING_KEY_PATH=str(pem))
     done = subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.e2e.test_process import Server, base_env, free_port, start_server
+from tests.e2e.test_process import Server, base_env, start_server
 
 SLACK = {"SLACK_CLIENT_ID": "1234.5678", "SLACK_CLIENT_SECRET": "slack-secret"}
 GITHUB = {"GITHUB_CLIENT_ID": "Iv1.abc", "GITHUB_CLIENT_SECRET": "gh-secret"}
@@ -21,7 +21,7 @@ ORG = ("[web.oidc]\nissuer = 'https://login.example.com'\nclient_id = 'aye'\n"
 
 def serve(tmp: Path, config: str, **env: str) -> subprocess.CompletedProcess[str]:
     (tmp / "aye.toml").write_text(config)
-    full = base_env(tmp, f"sqlite+aiosqlite:///{tmp}/aye.db", AYE_PORT=str(free_port()),
+    full = base_env(tmp, f"sqlite+aiosqlite:///{tmp}/aye.db", AYE_PORT="0",
                     AYE_OIDC_SECRET="oidc-secret", **env)
     return subprocess.run([sys.executable, "-m", "bot", "serve"], cwd=tmp, env=full,
                           capture_output=True, text=True, timeout=30)
