@@ -329,7 +329,11 @@ def serve() -> int:
         return _fail(str(exc))
 
     def banner(port: int) -> list[str]:
-        lines = [f"listening on http://{settings.host}:{port}", f"store {store_line}"]
+        # The README's commands use $AYE_URL: this line, pasted in another terminal, points
+        # them (the CLI and curl) at the port actually bound, whatever AYE_PORT says.
+        lines = [f"listening on http://{settings.host}:{port}",
+                 f"in another terminal: export AYE_URL={reach(settings.host, port)}",
+                 f"store {store_line}"]
         lines += where(settings, port) + surface_lines
         if settings.operator_token is None or (not config.agents and settings.agent_token is None):
             lines.append(f"generated tokens are kept in {token_path.resolve()}")

@@ -8,12 +8,21 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from tests.e2e.test_process import Api, Server, base_env, free_port, stop
+from tests.e2e.test_process import (
+    START_S,
+    Api,
+    Server,
+    base_env,
+    bound_port,
+    free_port,
+    stop,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,6 +91,47 @@ async def test_the_readme_client_example_runs_as_printed_with_its_config(tmp_pat
             "GPU: yes", "deploying 1.4.2", "migrating to 0042"
         ]
         assert f"config {tmp_path / 'aye.toml'}" in log.read_text()
+    finally:
+        stop(server)
+
+
+def readme_quick_start() -> str:
+    """The two commands' section's shell block: the commands typed in a second terminal."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## The two commands"):text.index("## How agents use it")]
+    return next(b for b in re.findall(r"```sh\n(.*?)```", section, re.S) if "TOKEN=$(" in b)
+
+
+async def test_the_quick_start_runs_as_printed_on_the_port_aye_serve_printed(
+    tmp_path: Path
+) -> None:
+    """`aye serve` with AYE_PORT set (0 here: a port the system finds free), zero config, as in
+    the first command; in a second terminal, with none of aye's variables, the quick start's
+    commands with the `export AYE_URL=…` line replaced by the one aye serve printed."""
+    (tmp_path / ".venv").symlink_to(sys.prefix)  # the clone's .venv/bin/aye: this one's
+    env = base_env(tmp_path, "unused", AYE_PORT="0")
+    env.pop("AYE_DATABASE_URL")
+    env.pop("AYE_CONFIG")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(tmp_path / ".venv/bin/aye"), "serve"], cwd=tmp_path, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    server = Server(proc, "", log)
+    try:
+        assert await bound_port(server, time.monotonic() + START_S), server.output()
+        [printed] = re.findall(r"^aye: in another terminal: (export AYE_URL=\S+)$",
+                               server.output(), re.M)
+        block = readme_quick_start()
+        assert block.startswith("export AYE_URL=http://127.0.0.1:8080 ")
+        script = printed + "\n" + block.split("\n", 1)[1]
+        terminal = {k: v for k, v in env.items() if not k.startswith("AYE_")}
+        done = await asyncio.to_thread(
+            subprocess.run, ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
+            env=terminal, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        waited = json.loads(done.stdout.strip().splitlines()[-1])
+        assert (waited["ref"], waited["status"], waited["answer"]["value"]) == ("q1", "answered",
+                                                                                 "yes")
     finally:
         stop(server)
 
