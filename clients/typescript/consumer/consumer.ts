@@ -3,6 +3,7 @@
 import { generateText, streamText, stepCountIs, tool, ToolLoopAgent, type LanguageModel } from 'ai';
 import { Agent, RunState, Runner, tool as agentTool } from '@openai/agents';
 import { z } from 'zod';
+import type { IncomingMessage } from 'node:http';
 import {
   AI_SDK_WAIT_S, ApprovalRefused, ApprovalTimedOut, ApprovalUnavailable, AskClosed, AyeClient,
   AyeError, AyeUnreachable, BadReceipt, BadSignature, DELIVERY_HEADER, EVENT_HEADER,
@@ -15,6 +16,7 @@ import {
 } from 'aye-client';
 
 declare const model: LanguageModel;
+declare const request: IncomingMessage;
 
 export async function everything(): Promise<void> {
   const options: ConnectOptions = { url: 'http://127.0.0.1:8080', token: 't' };
@@ -33,7 +35,8 @@ export async function everything(): Promise<void> {
   const headers: HeadersLike = { [SIGNATURE_HEADER]: 'sha256=00', [DELIVERY_HEADER]: 'd', [EVENT_HEADER]: 'ask.closed' };
   const hook: CallbackPayload = await verifyCallback(new Uint8Array(), headers, 'secret');
   const hook2: CallbackPayload = await verifyCallback('{}', new Headers(), new Uint8Array([1]));
-  void [gone, out, one, payload, hook, hook2, RECEIPT_TYP];
+  const hook3: CallbackPayload = await verifyCallback(Buffer.from('{}'), request.headers, 'secret');
+  void [gone, out, one, payload, hook, hook2, hook3, RECEIPT_TYP];
 
   try {
     await aye.call('deploy.prod');

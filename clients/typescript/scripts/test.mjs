@@ -47,6 +47,7 @@ for (const name of readdirSync(join(here, 'test'))) {
 const repo = resolve(here, '..', '..');
 const venvAye = join(repo, '.venv', 'bin', 'aye');
 process.env.AYE_BIN ||= existsSync(venvAye) ? venvAye : 'aye';
+process.env.AYE_REPO_README ||= join(repo, 'README.md');
 process.env.OPENAI_API_KEY ||= 'not-used-the-model-is-scripted';
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1';
 const tests = readdirSync(join(consumer, 'test')).filter((name) => name.endsWith('.test.mjs'))

@@ -1,6 +1,7 @@
 // toolApproval(): the real `ai` generateText with a scripted model (no network), each tool call
 // asked of a real aye serve.
 import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { generateText, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
@@ -139,3 +140,44 @@ test('streamText takes the same toolApproval, and operation() names the gate', a
   assert.equal(result, 'done');
   assert.deepEqual(ran, [input]);
 });
+
+test('the README\'s quick start works as printed: the tool runs once a person approved it', async () => {
+  const block = quickStart(await readFile(new URL('../node_modules/aye-client/README.md', import.meta.url), 'utf8'));
+  const lines = block.split('\n');
+  const imports = lines.filter((line) => line.startsWith('import '));
+  const rest = lines.filter((line) => !line.startsWith('import '));
+  const ran = [];
+  globalThis.quickStartRan = ran;
+  // The two things the quick start leaves to the user: a model, and the tool.
+  const prelude = [
+    "import { tool } from 'ai';",
+    "import { MockLanguageModelV4 } from 'ai/test';",
+    "import { z } from 'zod';",
+    `const script = ${JSON.stringify(['tool-call', 'text'])};`,
+    `const usage = ${JSON.stringify(USAGE)};`,
+    'const model = new MockLanguageModelV4({ doGenerate: async () => script.shift() === "tool-call"',
+    '  ? { content: [{ type: "tool-call", toolCallId: "q1", toolName: "deploy", input: \'{"version":"1.4.2"}\' }], finishReason: { unified: "tool-calls", raw: "" }, usage, warnings: [] }',
+    '  : { content: [{ type: "text", text: "deployed" }], finishReason: { unified: "stop", raw: "" }, usage, warnings: [] } });',
+    'const deploy = tool({ inputSchema: z.object({ version: z.string() }),',
+    '  execute: async ({ version }) => { globalThis.quickStartRan.push(version); return "ok"; } });',
+  ];
+  const file = new URL('./quick-start.generated.mjs', import.meta.url);
+  await writeFile(file, [...imports, ...prelude, ...rest, 'export { text };'].join('\n'));
+  process.env.AYE_URL = aye.url;
+  process.env.AYE_AGENT_TOKEN = aye.agent;
+  const [{ text }] = await Promise.all([
+    import(file.href), aye.operator.approve('ai.deploy', { version: '1.4.2' })]);
+  assert.equal(text, 'deployed');
+  assert.deepEqual(ran, ['1.4.2']);
+  // The repository's README shows the same lines, once it has a TypeScript quick start.
+  const repoReadme = process.env.AYE_REPO_README
+    ? await readFile(process.env.AYE_REPO_README, 'utf8').catch(() => '') : '';
+  const section = repoReadme.split(/^#+ TypeScript quick start/m)[1];
+  if (section !== undefined) assert.equal(quickStart(section), block);
+});
+
+/** The first ```ts block after "Quick start" (or of the text given). */
+function quickStart(markdown) {
+  const from = markdown.split(/^## Quick start/m)[1] ?? markdown;
+  return /```(?:ts|typescript)\n([\s\S]*?)```/.exec(from)[1].trim();
+}
