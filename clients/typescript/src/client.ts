@@ -233,7 +233,7 @@ export class AyeClient {
       });
       text = await response.text();
     } catch (error) {
-      throw new AyeUnreachable(origin(this.url), errorName(error));
+      throw new AyeUnreachable(origin(this.url), causeOf(error));
     }
     if (RETRY_STATUSES.has(response.status)) {
       throw new AyeUnreachable(origin(this.url), `HTTP ${response.status}`);
@@ -297,6 +297,13 @@ function stringOrNull(value: unknown): string | null {
 export function errorName(error: unknown): string {
   if (error instanceof Error) return error.name || error.constructor.name;
   return typeof error;
+}
+
+/** Why a request failed, in a word: Node's fetch hides the system's code (ECONNREFUSED) in
+ * its TypeError's cause; a timeout is a TimeoutError. Never a message that could echo a body. */
+function causeOf(error: unknown): string {
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  return typeof cause?.code === 'string' ? cause.code : errorName(error);
 }
 
 /** Where aye is, for a message: never a userinfo part of the URL. */
