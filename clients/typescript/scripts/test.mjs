@@ -52,4 +52,4 @@ process.env.OPENAI_API_KEY ||= 'not-used-the-model-is-scripted';
 process.env.OPENAI_AGENTS_DISABLE_TRACING = '1';
 const tests = readdirSync(join(consumer, 'test')).filter((name) => name.endsWith('.test.mjs'))
   .map((name) => join('test', name));
-run('node --test against a real aye serve', process.execPath, ['--test', '--test-reporter=spec', ...tests], consumer);
+run('node --test against a real aye serve', process.execPath, ['--test', '--test-reporter=spec', '--test-timeout=120000', ...tests], consumer);

@@ -64,7 +64,9 @@ async function spawnAye(folder, tokens) {
   proc.stderr.on('data', (chunk) => { text += chunk; });
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+    const stuck = setTimeout(() => proc.kill('SIGKILL'), 10_000); // never a server left behind
     await exited;
+    clearTimeout(stuck);
     await rm(folder, { recursive: true, force: true });
   };
   const port = await new Promise((resolve, reject) => {
