@@ -293,9 +293,12 @@ function stringOrNull(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
-/** The name of what was thrown: an Error's `name`, else its type. Never its message. */
+/** The name of what was thrown, as Python's gated() reports the exception's type: an Error's
+ * `name` (its class's name when it kept the default `Error`), else its type. Never its message. */
 export function errorName(error: unknown): string {
-  if (error instanceof Error) return error.name || error.constructor.name;
+  if (error instanceof Error) {
+    return error.name && error.name !== 'Error' ? error.name : error.constructor.name || 'Error';
+  }
   return typeof error;
 }
 

@@ -95,14 +95,17 @@ test('gated() runs fn once approved and reports ran; a throw is reported failed 
   assert.equal(result, `ran with ${ran.id}`);
   assert.equal((await aye.operator.get(ran.ref)).run.outcome, 'ran');
 
-  const failing = { version: '2.0.0', case: 'gated-fails' };
-  const [thrown] = await Promise.allSettled([
-    client.gated('deploy.prod', failing, () => { throw new RangeError('disk full'); }),
-    aye.operator.approve('deploy.prod', failing)]);
-  assert.ok(thrown.reason instanceof RangeError);
-  const [failed] = await aye.operator.asksFor('deploy.prod', failing);
-  assert.deepEqual({ ...(await aye.operator.get(failed.ref)).run, at: undefined },
-                   { outcome: 'failed', detail: 'RangeError', at: undefined });
+  class DiskFull extends Error {}
+  for (const [error, name] of [[new RangeError('disk full'), 'RangeError'], [new DiskFull('x'), 'DiskFull']]) {
+    const failing = { version: '2.0.0', case: `gated-fails-${name}` };
+    const [thrown] = await Promise.allSettled([
+      client.gated('deploy.prod', failing, () => { throw error; }),
+      aye.operator.approve('deploy.prod', failing)]);
+    assert.equal(thrown.reason, error, 'the block\'s own error, as thrown');
+    const [failed] = await aye.operator.asksFor('deploy.prod', failing);
+    assert.deepEqual({ ...(await aye.operator.get(failed.ref)).run, at: undefined },
+                     { outcome: 'failed', detail: name, at: undefined });
+  }
 });
 
 test('gated() never runs fn when the call is refused', async () => {
