@@ -138,8 +138,8 @@ class Answering:
             return "answered"
         fresh = reply.body if reply.ok and isinstance(reply.body, dict) else {}
         value = (fresh.get("answer") or {}).get("value")
-        if fresh.get("kind") == "approval":
-            return f"{line(fresh.get('outcome') or 'answered')}"
+        if fresh.get("kind") == "approval":  # words, as the list says it: `refused`
+            return listing.outcome_words(fresh.get("outcome")).lower() or "answered"
         shown = "(sensitive, hidden)" if value is None else cli_formats.shown(fresh, value)
         return f"answered {shown}"
 

@@ -66,7 +66,8 @@ class Api:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
+        # X-Aye-Client: an answer is recorded as the TUI's (`via tui`), as the CLI's are its own.
+        return {"Authorization": f"Bearer {self.token}", "X-Aye-Client": "tui"}
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

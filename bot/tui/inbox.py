@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
+from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker
 
 from bot.cli_text import line
@@ -22,7 +23,8 @@ from bot.tui.api import Api, ApiDown
 from bot.tui.events import Frame, follow
 from bot.tui.panel import NOTICE, TAKEN, Outcome
 
-AGES_EVERY_S = 30.0  # ages and deadlines in the list are in minutes at their finest
+AGES_EVERY_S = 1.0  # ages and deadlines in the list are in seconds at their finest
+COLUMNS = (("Ref", "ref"), ("Age", "age"), ("Due", "due"), ("Question", "what"))
 KEYS = "↑↓ jk · / filter · Tab all · q quit"
 ELSEWHERE = {"answered": "answered elsewhere", "expired": "expired", "withdrawn": "withdrawn"}
 
@@ -70,13 +72,13 @@ class Inbox(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#list", DataTable)
-        for name, key in (("Ref", "ref"), ("Age", "age"), ("Due", "due"), ("Question", "what")):
-            table.add_column(name, key=key)
+        for name, key in COLUMNS:
+            table.add_column(name, key=key, width=len(name))
         self.query_one("#filter", Input).display = False
         table.focus()
         self.show_detail()
         self.start(later(follow, self.api, self), "stream")
-        self.set_interval(AGES_EVERY_S, self.rebuild)
+        self.set_interval(AGES_EVERY_S, self.refresh_ages)
 
     def start(self, work: Work, group: str) -> Worker[None]:
         """A worker of its own group: a newer one of the group cancels the older."""
@@ -130,9 +132,15 @@ class Inbox(Screen[None]):
         """The table from the listing, the selected ask kept under the cursor."""
         table = self.query_one("#list", DataTable)
         rows = self.listing.shown()
-        width = listing.question_width(table.size.width or 40, listing.ref_width(rows))
-        self.question_width = width
         now = time.time()
+        sizes = listing.widths(rows, table.size.width or 40, now)
+        # Widths of our own, not measured by the table: it measures its cells when idle, and a
+        # paint before then (a loaded machine, the first one) is kept in its cache, cut to
+        # each column's label ("Approval", "Promote") until something else changes.
+        for key, width in sizes.items():
+            column = table.columns[ColumnKey(key)]
+            column.width, column.auto_width = width, False
+        self.question_width = width = sizes["what"]
         table.clear()
         for ask in rows:
             table.add_row(*listing.cells(ask, now, width), key=ask["id"])
@@ -162,6 +170,22 @@ class Inbox(Screen[None]):
             for column, cell in zip(("ref", "age", "due", "what"), cells, strict=True):
                 table.update_cell(ident, column, cell)
         self.query_one("#left").border_title = self.list_title(table.row_count)
+
+    def refresh_ages(self) -> None:
+        """Ages and deadlines as time passes: the cells whose words changed, alone."""
+        table = self.query_one("#list", DataTable)
+        now = time.time()
+        for row in table.ordered_rows:
+            ident = row.key.value
+            ask = self.listing.asks.get(ident) if ident is not None else None
+            if ask is None:
+                continue
+            for key, cell in zip(("age", "due"), listing.timing(ask, now), strict=True):
+                if len(cell) > table.columns[ColumnKey(key)].width:  # `late`, `100d`: wider
+                    self.rebuild()
+                    return
+                if str(table.get_cell(row.key, key)) != str(cell):
+                    table.update_cell(row.key, key, cell)
 
     def list_title(self, count: int) -> str:
         words = f"{'All' if self.listing.everything else 'Open'} asks ({count})"

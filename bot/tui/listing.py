@@ -19,7 +19,7 @@ START = "human.start"
 # A closed approval is labelled by its outcome, as the web inbox labels it.
 OUTCOME_WORDS = {"approved": "Approved", "approval_refused": "Refused",
                  "approval_timed_out": "Timed out"}
-AGE_WIDTH, DUE_WIDTH = 3, 4  # `10s`, `24h`, `5d`; `late`
+AGE_WIDTH, DUE_WIDTH = 3, 4  # `10s`, `24h`, `5d`; `late` (wider: `400d`, as the cells say)
 MAX_REF = 8  # a ref is at most 8 characters: shown whole, people type it
 CELL_PADDING = 2  # the table's one column of padding either side of each cell
 MIN_QUESTION = 10
@@ -76,30 +76,54 @@ def title(ask: dict[str, Any]) -> str:
     return words if ask.get("status") == OPEN else f"({ask.get('status')}) {words}"
 
 
+def outcome_words(code: Any) -> str:
+    """An approval's outcome in words (`Refused`), not its code (`approval_refused`)."""
+    if not code:
+        return ""
+    return OUTCOME_WORDS.get(str(code), line(code).replace("_", " ").capitalize())
+
+
 def short(ts: float | None, now: float) -> str:
     """`3m`, `2h`, `5d`: `relative` without its `ago`/`in` (the column says which)."""
     return relative(ts, now).removeprefix("in ").removesuffix(" ago") if ts else "-"
 
 
 def cells(ask: dict[str, Any], now: float, question_width: int) -> tuple[Text, ...]:
+    return (
+        Text(line(ask.get("ref") or "?")[:MAX_REF]),
+        *timing(ask, now),
+        Text(_cut(line(title(ask)), question_width)),
+    )
+
+
+def timing(ask: dict[str, Any], now: float) -> tuple[Text, Text]:
+    """The age and due cells, as of `now`: what changes as time passes."""
     due = short(when(ask.get("deadline")), now) if ask.get("status") == OPEN else "-"
     if ask.get("status") == OPEN and (when(ask.get("deadline")) or now) < now:
         due = "late"
-    return (
-        Text(line(ask.get("ref") or "?")[:MAX_REF]),
-        Text(short(when(ask.get("created_at")), now)),
-        Text(due),
-        Text(_cut(line(title(ask)), question_width)),
-    )
+    return Text(short(when(ask.get("created_at")), now)), Text(due)
+
+
+def widths(asks: list[dict[str, Any]], list_width: int, now: float) -> dict[str, int]:
+    """Each column's width, by its key: age and due as wide as their widest cell (`late`,
+    `400d`), the question what the others leave."""
+    refs = ref_width(asks)
+    times = [timing(a, now) for a in asks]
+    age = max([AGE_WIDTH, *(len(age) for age, _ in times)])
+    due = max([len("Due"), *(len(due) for _, due in times)])
+    return {"ref": refs, "age": age, "due": due,
+            "what": question_width(list_width, refs, due, age)}
 
 
 def ref_width(asks: list[dict[str, Any]]) -> int:
     return max([3, *(min(MAX_REF, len(line(a.get("ref") or "?"))) for a in asks)])
 
 
-def question_width(list_width: int, refs: int) -> int:
+def question_width(
+    list_width: int, refs: int, due: int = DUE_WIDTH, age: int = AGE_WIDTH
+) -> int:
     """What is left of the list's inner width for the question."""
-    fixed = refs + AGE_WIDTH + DUE_WIDTH + 4 * CELL_PADDING
+    fixed = refs + age + due + 4 * CELL_PADDING
     return max(MIN_QUESTION, list_width - fixed)
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from bot import cli_formats, cli_show
 from bot.cli_text import line
-from bot.tui import keys
+from bot.tui import keys, listing
 
 TAKEN, REFUSED, NOTICE = "taken", "refused", "notice"
 STYLES = {TAKEN: "bold green", REFUSED: "bold red", NOTICE: "bold yellow"}
@@ -26,6 +26,7 @@ LABEL = re.compile(r"^([a-z][a-z0-9_ ]*):")
 # Shown whatever `aye show` says of them, where the server has them: what ran after an
 # approval, and its signed receipt.
 EXTRAS = ("run", "receipt")
+OUTCOME = "outcome: "
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ def detail(ask: dict[str, Any], outcome: Outcome | None = None) -> Text:
         if text.startswith("format: ") and cli_formats.format_of(ask) != cli_formats.EXTERNAL:
             # `aye show` says how the CLI takes it (one line of JSON); here, keys do.
             text = f"format: {line(cli_formats.format_of(ask))} ({keys.hint(ask)})"
+        if text.startswith(OUTCOME) and ask.get("kind") == "approval":
+            text = OUTCOME + listing.outcome_words(ask.get("outcome"))  # words, not the code
         found = LABEL.match(text)
         if found:
             out.append(found.group(0), style="bold")

@@ -152,8 +152,9 @@ async def test_a_digit_answers_a_choice_and_the_panel_says_it_was_taken(served: 
         await pilot.press("1")  # closed now: nothing is sent, and the panel says why
         await until(pilot, lambda: "is answered: there is nothing to answer" in panel(app),
                     "why nothing was sent")
-    seen = await call(served, "GET", f"/v1/asks/{asked['id']}")
+    seen = await call(served, "GET", f"/v1/asks/{asked['id']}", token=OP)
     assert seen["answer"]["value"] == "green"
+    assert seen["surface"] == "tui"  # recorded as the TUI's answer, not the API's
 
 
 async def test_asks_created_and_answered_elsewhere_show_live(served: Server) -> None:
@@ -204,9 +205,76 @@ async def test_an_approval_shows_its_whole_input_and_a_refusal_takes_a_note(serv
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, Note), "the note dialog")
         await pilot.press(*"not today", "enter")
-        await until(pilot, lambda: "taken: approval_refused" in panel(app), "the refusal taken")
+        # Words, not the code: `refused`, and the panel's outcome line says Refused.
+        await until(pilot, lambda: "taken: refused" in panel(app), "the refusal taken")
+        await until(pilot, lambda: "outcome: Refused" in panel(app), "the outcome in words")
+        assert "outcome: approval_refused" not in panel(app)
     seen = await call(served, "GET", f"/v1/asks/{pending['id']}", token=OP)
     assert seen["outcome"] == "approval_refused" and seen["answer"]["note"] == "not today"
+    assert seen["surface"] == "tui"
+
+
+def painted(app: Tui) -> list[str]:
+    """The list's lines as the terminal gets them (the table's rendering, not its cells)."""
+    table = inbox(app).query_one("#list", DataTable)
+    return [table.render_line(y).text for y in range(table.size.height)]
+
+
+async def test_ages_move_on_as_time_passes(served: Server) -> None:
+    mark = token()
+    asked = await ask(served, question=f"Tick {mark}?")
+    async with tui(served) as (app, pilot):
+        await pick(pilot, app, mark)
+        table = inbox(app).query_one("#list", DataTable)
+        first = str(table.get_cell(asked["id"], "age"))
+        assert first.endswith("s"), first  # seconds: it moves every second
+        await until(pilot, lambda: str(table.get_cell(asked["id"], "age")) != first,
+                    f"the age move on from {first}", timeout=5)
+        await until(pilot, lambda: any(f" {asked['ref']} " in line
+                                       and str(table.get_cell(asked["id"], "age")) in line
+                                       for line in painted(app)), "the new age painted")
+
+
+async def test_the_first_paint_keeps_approval_needed_and_the_question_in_view(
+    tmp_path: Path, sqlite_template: Path,
+) -> None:
+    """At 80×24 the question column is as wide as what the other columns leave, from the first
+    paint on. A paint can come before the table has measured new rows (on a loaded machine it
+    did, on the first one): the test paints right after the rows go in, as the compositor
+    then did, and looks at what the terminal shows once the table has settled."""
+    (tmp_path / "aye.toml").write_text(CONFIG)
+    server = await start_server(tmp_path, sqlite_at_head(sqlite_template, tmp_path))
+    try:
+        gone = await ask(server, question="Roll back release 41 everywhere?")
+        await call(server, "DELETE", f"/v1/asks/{gone['id']}")
+        short = await ask(server, question="Go?")  # the only open ask: a narrow list
+        async with tui(server) as (app, pilot):
+            await until(pilot, lambda: len(rows(app)) == 1, "the open ask")
+            screen = inbox(app)
+            closed = await call(server, "GET", f"/v1/asks/{gone['id']}", token=OP)
+            screen.listing.everything = True  # as Tab does, with the withdrawn ask known
+            screen.listing.apply(closed)
+            screen.rebuild()
+            painted(app)  # a paint at once, before the table is idle
+            await pilot.pause(0.2)
+            lines = painted(app)
+            row = next(text for text in lines if text.startswith(f" {gone['ref']} "))
+            assert "(withdrawn) Roll b" in row, lines
+            assert any(text.startswith(f" {short['ref']} ") for text in lines)
+            # Asked while the TUI is open, as they come in.
+            needed = await approval(server, "deploy.stage", {"v": 2})
+            longer = await ask(server, question="Promote build 42 to production?")
+            await until(pilot, lambda: listed(app, longer["ref"]) and listed(app, needed["ref"]),
+                        "the new asks")
+            await pilot.pause(0.2)
+            lines = painted(app)
+            row = next(text for text in lines if text.startswith(f" {needed['ref']} "))
+            assert "Approval needed: " in row, lines
+            row = next(text for text in lines if text.startswith(f" {longer['ref']} "))
+            assert "Promote build 42" in row, lines
+            assert all(len(text) <= 36 for text in lines)  # nothing past the list's border
+    finally:
+        stop(server, signal.SIGKILL)
 
 
 async def test_a_approves_and_a_refusal_by_the_server_shows_why(served: Server) -> None:
