@@ -26,6 +26,7 @@ from ask_api.views import ask_view, decision_body, operator_view
 from core.app.ports import AskRow, CallDecision
 from core.app.service import NotReportable, NotYours, Service
 from core.domain import external, formats, rules
+from core.domain.answering import Attempt
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR
 
@@ -302,8 +303,8 @@ class AskApi:
             raise ApiError(403, "operator_only", "only the operator token answers here")
         body, _ = await parse(request, AnswerBody)
         _, ask = await self._ask(request)
-        result = await self.asks.answer(ask, OPERATOR, body.answer, body.note,
-                                        surface=answered_from(request))
+        attempt = Attempt(OPERATOR, answered_from(request))
+        result = await self.asks.answer(ask, attempt, body.answer, body.note)
         if not result.taken and is_external(ask) and result.reason == "not_a_responder":
             raise ApiError(403, "not_a_responder", f"refused: only {ask.verifier} answers this "
                            "ask, through its signed door; withdraw it instead")

@@ -21,6 +21,7 @@ from aiohttp import web
 # module here reaching below the service. It belongs with the process, in bot/.
 from core.app.parts import Parts
 from core.app.service import Service
+from core.domain.answering import Attempt
 from core.domain.policy import Defaults, Gate
 from core.domain.responders import OPERATOR
 from core.domain.types import AgentInfo, NewAsk
@@ -54,7 +55,7 @@ async def _asks(asks: Service) -> None:
     ))
     call = await asks.call(deploy, "deploy.prod", {"version": "1.4.2", "canary": 0.1}, None)
     if call.ask is not None:
-        await asks.answer(call.ask, OPERATOR, "approve", surface="web")
+        await asks.answer(call.ask, Attempt(OPERATOR, "web"), "approve")
     await asks.call(deploy, "db.drop", {"database": "staging-eu"}, None)
     await asks.create_question(triage, NewAsk("Spend $40 on a GPU tonight?", ["yes", "no"]))
 

@@ -12,6 +12,7 @@ from core.app import approving, reading
 from core.app.parts import Parts
 from core.app.ports import AnswerResult, AuthorUnknown
 from core.domain import answering, rules
+from core.domain.answering import Attempt
 from core.domain.forms import Misfit
 from core.domain.logline import emit
 from core.domain.responders import Responder
@@ -22,19 +23,18 @@ log = logging.getLogger("aye.asks")
 
 
 async def answer(
-    parts: Parts, ask: AskRow, person: Responder, given: Any, note: str | None = None,
-    surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
-    seen: Seen | None = None, extra: dict[str, Any] | None = None, member: bool = True,
-    signed_in_at: float | None = None,
+    parts: Parts, ask: AskRow, attempt: Attempt, given: Any, note: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> AnswerResult:
-    """Take `given` (a surface's text, the API's JSON) from `person` as the answer, or refuse
-    it and record who, what and why; the store decides a race between two answers. With
-    `seen`, AlreadySeen when that event was acted on before (nothing is recorded then).
-    `extra`: more columns the winning write sets. `member`: whether the surface vouches for
-    the person; `signed_in_at`: when they signed in to the inbox this answer comes from
-    (core.domain.answering.judge)."""
+    """Take `given` (a surface's text, the API's JSON) from `attempt.person` as the answer, or
+    refuse it and record who, what and why; the store decides a race between two answers.
+    With `attempt.seen`, AlreadySeen when that event was acted on before (nothing is recorded
+    then). `extra`: more columns the winning write sets. What the attempt's other parts mean:
+    core.domain.answering.Attempt."""
     now = parts.clock.now()
-    verdict = answering.judge(ask, person, given, now, public, member, parts.people, signed_in_at)
+    verdict = answering.judge(ask, attempt, given, now, parts.people)
+    person, surface = attempt.person, attempt.surface
+    follow_up, seen = attempt.follow_up, attempt.seen
     if isinstance(verdict, answering.Refused):
         return await refuse(parts, ask, person, verdict.reason, surface, verdict.event,
                             follow_up, seen, given=given, misfit=verdict.misfit)

@@ -12,7 +12,7 @@ from core.app import answers
 from core.app.parts import Parts
 from core.app.ports import AnswerResult
 from core.domain import rules
-from core.domain.answering import INVALID_ANSWER
+from core.domain.answering import INVALID_ANSWER, Attempt
 from core.domain.external import SURFACE, responder, ticket_hash
 from core.domain.forms import Misfit
 from core.domain.logline import emit
@@ -45,7 +45,7 @@ async def deliver(
         refused = await answers.refuse(parts, ask, person, INVALID_ANSWER, SURFACE,
                                        misfit=unreadable)
         return Delivered("misfit", refused)
-    result = await answers.answer(parts, ask, person, payload, surface=SURFACE,
+    result = await answers.answer(parts, ask, Attempt(person, SURFACE), payload,
                                   extra={"delivery_digest": seen})
     if result.taken:
         return Delivered("taken", result)

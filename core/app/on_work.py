@@ -10,7 +10,7 @@ from core.app import answers, reading
 from core.app.parts import Parts
 from core.app.ports import AnswerResult
 from core.domain import answering, rules
-from core.domain.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Reply, Target
+from core.domain.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Attempt, Reply, Target
 from core.domain.responders import Responder
 from core.domain.types import FollowUp, Seen
 from store.models import AskRow
@@ -61,9 +61,9 @@ async def answer_on_work(parts: Parts, said: Said, reply: Reply, note: str | Non
 
 
 async def _answer(parts: Parts, said: Said, ask: AskRow, text: str, note: str | None) -> AnswerResult:
-    result = await answers.answer(
-        parts, ask, said.person, text, note, said.surface, said.public, said.follow_up, said.seen
-    )
+    attempt = Attempt(said.person, said.surface, said.public, follow_up=said.follow_up,
+                      seen=said.seen)
+    result = await answers.answer(parts, ask, attempt, text, note)
     return AnswerResult(result.taken, result.reason, ask)
 
 

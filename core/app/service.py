@@ -48,7 +48,7 @@ from core.app.stream import Event as Event
 from core.app.stream import Subscriber as Subscriber
 from core.app.tally import Tally
 from core.app.timing import Clock
-from core.domain.answering import Reply
+from core.domain.answering import Attempt, Reply
 from core.domain.forms import Misfit
 from core.domain.kinds import SurfaceKind
 from core.domain.policy import Defaults, Gate, gate_for
@@ -243,15 +243,11 @@ class Service:
     # -- people and outside systems ------------------------------------------------------
 
     async def answer(
-        self, ask: AskRow, person: Responder, given: Any, note: str | None = None,
-        surface: str = "api", public: bool = False, follow_up: FollowUp | None = None,
-        seen: Seen | None = None, member: bool = True, signed_in_at: float | None = None,
+        self, ask: AskRow, attempt: Attempt, given: Any, note: str | None = None
     ) -> AnswerResult:
-        """Take (or refuse, and record) an answer; where it is decided:
-        core/domain/answering.py. `member`: whether the surface vouches for the person;
-        `signed_in_at`: when they signed in to the inbox this answer comes from (step-up)."""
-        return await answers.answer(self._parts, ask, person, given, note, surface, public,
-                                    follow_up, seen, member=member, signed_in_at=signed_in_at)
+        """Take (or refuse, and record) an answer attempt (who, through which surface, what
+        the surface vouches for); where it is decided: core/domain/answering.py."""
+        return await answers.answer(self._parts, ask, attempt, given, note)
 
     async def refuse(
         self, ask: AskRow, person: Responder, reason: str, surface: str,

@@ -11,6 +11,7 @@ from core.domain.ask import Ask, is_approval
 from core.domain.forms import Misfit
 from core.domain.people import NOBODY, People
 from core.domain.responders import Responder, admitted
+from core.domain.types import FollowUp, Seen
 
 # An answer this soon after the winning one raced it: recorded as `late`, not `refused`.
 LATE_WINDOW_S = 10.0
@@ -64,27 +65,44 @@ def racing(ask: Ask, now: float) -> bool:
     )
 
 
-def judge(
-    ask: Ask, person: Responder, given: Any, now: float, public: bool = False,
-    member: bool = True, people: People = NOBODY, signed_in_at: float | None = None,
-) -> Verdict:
-    """Take `given` (a surface's text, or the API's JSON) from `person` as the answer to `ask`
-    as it was read, or say why not.
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt to answer an ask: who gives it, through which surface, and what that
+    surface says of them and of the event.
 
-    `public` is true where the answer is visible to anyone (a GitHub comment): a sensitive ask
-    refuses it. `member` is false when the surface cannot vouch for the person (Slack: not of
-    aye's own workspace or an allowed team, or that team not known yet): refused as not a
-    responder, whatever the ask's responders. `signed_in_at`: when the person signed in to the
-    inbox this answer comes from (None: not from an inbox session); an approval under step-up
-    (`sign_in_within`) counts only from a sign-in that fresh, and a refusal from anywhere.
+    `public`: the answer is visible to anyone (a GitHub comment); a sensitive ask refuses it.
+    `member`: false when the surface cannot vouch for the person (Slack: not of aye's own
+    workspace or an allowed team, or that team not known yet). `signed_in_at`: when the person
+    signed in to the inbox this answer comes from (None: not from an inbox session), for
+    step-up. `follow_up`: what the surface shows once it is decided (a reaction); `seen`: the
+    surface's event, recorded with its effect so it acts once.
+    """
+
+    person: Responder
+    surface: str = "api"
+    public: bool = False
+    member: bool = True
+    signed_in_at: float | None = None
+    follow_up: FollowUp | None = None
+    seen: Seen | None = None
+
+
+def judge(ask: Ask, attempt: Attempt, given: Any, now: float, people: People = NOBODY) -> Verdict:
+    """Take `given` (a surface's text, or the API's JSON) from `attempt.person` as the answer
+    to `ask` as it was read, or say why not.
+
+    A public attempt at a sensitive ask is refused; one the surface does not vouch for
+    (`member` false) is refused as not a responder, whatever the ask's responders. An approval
+    under step-up (`sign_in_within`) counts only from an inbox sign-in that fresh
+    (`signed_in_at`), and a refusal from anywhere.
     The store still decides the race: a Taken verdict wins only if the ask is still open when
     it is written.
     """
-    if not member or not admitted(person, allowed(ask, people)):
+    if not attempt.member or not admitted(attempt.person, allowed(ask, people)):
         return Refused(NOT_A_RESPONDER)
     if ask.status != rules.OPEN:
         return Refused(rules.closed_reason(ask.status), LATE if racing(ask, now) else REFUSED)
-    if ask.sensitive and public:
+    if ask.sensitive and attempt.public:
         return Refused(SENSITIVE)
     try:
         answer = formats.fit(ask, given)
@@ -93,7 +111,7 @@ def judge(
     outcome = None
     if is_approval(ask):
         outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
-        if outcome == rules.APPROVED and not fresh_enough(ask, signed_in_at, now):
+        if outcome == rules.APPROVED and not fresh_enough(ask, attempt.signed_in_at, now):
             return Refused(SIGN_IN_REQUIRED)
     return Taken(answer.stored, answer.option, outcome)
 

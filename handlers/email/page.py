@@ -21,7 +21,7 @@ from multidict import MultiDictProxy
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import Service
 from core.domain import rules
-from core.domain.answering import AUTHOR_UNKNOWN, INVALID_ANSWER
+from core.domain.answering import AUTHOR_UNKNOWN, INVALID_ANSWER, Attempt
 from core.domain.responders import Responder
 from core.domain.visible import visible
 from handlers.web.fields import given
@@ -123,9 +123,8 @@ class Pages:
     async def _answer(self, ask: AskRow, recipient: str, form: Any, note: str | None) -> AnswerResult:
         control = "approval" if ask.kind == rules.APPROVAL else card(ask, 0).control
         # No inbox sign-in stands behind a link: an approval under step-up is refused.
-        return await self.asks.answer(
-            ask, Responder.parse(f"email:{recipient}"), given(control, form, ask.form_schema),
-            note, surface="email", signed_in_at=None)
+        attempt = Attempt(Responder.parse(f"email:{recipient}"), "email", signed_in_at=None)
+        return await self.asks.answer(ask, attempt, given(control, form, ask.form_schema), note)
 
     # -- rendering -----------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import Service
 from core.domain import rules
+from core.domain.answering import Attempt
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from handlers.slack import replies
@@ -100,7 +101,7 @@ async def answer_as(
 ) -> tuple[AnswerResult, str]:
     """Answer `ask` as `slack:<user_id>` with `given` (a button's word or option, or what a
     modal gives); the result, and the words to tell them."""
-    result = await asks.answer(ask, Responder(SURFACE, user_id), given, note, surface=SURFACE)
+    result = await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE), given, note)
     ref = rules.ref(ask)
     emit(log, "slack.answer", id=ask.id, ref=ref, user=user_id, taken=result.taken,
          reason=result.reason)
@@ -113,7 +114,7 @@ async def refuse_outsider(asks: Service, ask: AskRow, body: dict[str, Any]) -> s
     the ask's history; the words to tell them. Nothing of what they pressed or typed is
     passed (`given=None`): the history records who and why, never their answer."""
     user_id = body["user"]["id"]
-    await asks.answer(ask, Responder(SURFACE, user_id), None, surface=SURFACE, member=False)
+    await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE, member=False), None)
     ref = rules.ref(ask)
     emit(log, "slack.outsider", level=logging.WARNING, id=ask.id, ref=ref, user=user_id,
          team=team_of(body))
@@ -124,7 +125,7 @@ async def refuse_external(asks: Service, ask: AskRow, user_id: str) -> str:
     """A person tried to answer an external ask here: answered through the core, which refuses
     it as not a responder (only its outside system answers it, through its signed door) and
     records it, without what they gave (`given=None`); the words to tell them."""
-    await asks.answer(ask, Responder(SURFACE, user_id), None, surface=SURFACE)
+    await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE), None)
     ref = rules.ref(ask)
     emit(log, "slack.external", id=ask.id, ref=ref, user=user_id)
     return replies.external_reply(ask, ref)

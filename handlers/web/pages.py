@@ -13,7 +13,7 @@ from aiohttp import web
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import BY_TOKEN, Service, Sessions
 from core.domain import formats, rules
-from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED
+from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED, Attempt
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, Responder
 from core.domain.visible import visible
@@ -242,10 +242,9 @@ class Inbox:
         given = fields.given(control, posted, ask.form_schema)
         session = request.get(SESSION)
         who = _person(request) or OPERATOR
-        result = await self.asks.answer(
-            ask, who, given, note, surface="web",
-            signed_in_at=session.signed_in_at if session is not None else None,
-        )
+        attempt = Attempt(who, "web",
+                          signed_in_at=session.signed_in_at if session is not None else None)
+        result = await self.asks.answer(ask, attempt, given, note)
         return Flash(result.taken, outcome(result, ask), ref, result.reason), result.ask or ask
 
     async def _refused_page(self, request: web.Request, ask: AskRow, posted: Any,

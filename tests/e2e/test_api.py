@@ -12,6 +12,7 @@ import pytest
 from ask_api.tokens import TokenBook
 from bot.config import Config
 from core.app.timing import ManualClock
+from core.domain.answering import Attempt
 from core.domain.responders import OPERATOR
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, OPERATOR_TOKEN, Aye, StartAye
 
@@ -178,7 +179,7 @@ async def test_answers_that_all_read_the_ask_open_leave_one_winner(aye: Aye) -> 
     row = await aye.asks.find(ask["id"])
     assert row is not None and row.status == "open"
     results = await asyncio.gather(*(
-        aye.asks.answer(row, OPERATOR, ["red", "blue"][i % 2], surface="cli") for i in range(50)
+        aye.asks.answer(row, Attempt(OPERATOR, "cli"), ["red", "blue"][i % 2]) for i in range(50)
     ))
     winners = [r for r in results if r.taken]
     assert len(winners) == 1

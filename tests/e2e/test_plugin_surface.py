@@ -21,6 +21,7 @@ from core.app.ports import CLOSE, POST, AnswerResult, AskRow, Surface
 from core.app.service import Said as OnWork
 from core.app.service import Service, SurfacePlugin
 from core.domain import kinds
+from core.domain.answering import Attempt
 from core.domain.kinds import SurfaceKind
 from core.domain.responders import Responder
 from tests.conftest import Aye, StartAye, settings_for
@@ -113,7 +114,7 @@ class RoomSurface:
         """A button on one ask."""
         ask = await self.asks.find(ask_id)
         assert ask is not None
-        return await self.asks.answer(ask, Responder(NAME, who), text, surface=NAME)
+        return await self.asks.answer(ask, Attempt(Responder(NAME, who), NAME), text)
 
     async def say(self, room: str, who: str, text: str) -> AnswerResult:
         """A line written in a room: the core works out which ask it answers."""

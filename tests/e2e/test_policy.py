@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from bot.config import Config
 from core.app.ports import AnswerResult, AuthorUnknown
 from core.app.timing import ManualClock
+from core.domain.answering import Attempt
 from core.domain.responders import Responder
 from store.models import AskRow
 from tests.conftest import AGENT_HEADERS, Aye, StartAye
@@ -65,8 +66,8 @@ async def row(aye: Aye, ask_id: str) -> AskRow:
 
 
 async def say(aye: Aye, ask_id: str, who: str, answer: str = "approve") -> AnswerResult:
-    return await aye.asks.answer(await row(aye, ask_id), Responder.parse(who), answer,
-                                 surface="github")
+    return await aye.asks.answer(await row(aye, ask_id), Attempt(Responder.parse(who), "github"),
+                                 answer)
 
 
 def events(view: dict[str, Any], name: str) -> list[dict[str, Any]]:
@@ -123,8 +124,8 @@ async def test_approvals_racing_from_two_processes_count_once_each(
     ask_id = pending["ask"]["id"]
     rows = [await row(one, ask_id), await row(two, ask_id)]
     results = await asyncio.gather(*(
-        (one if i % 2 else two).asks.answer(rows[i % 2], Responder.parse(who), "approve",
-                                            surface="github")
+        (one if i % 2 else two).asks.answer(rows[i % 2], Attempt(Responder.parse(who), "github"),
+                                            "approve")
         for i, who in enumerate(PEOPLE)
     ))
     view = await one.get(ask_id, operator=True)

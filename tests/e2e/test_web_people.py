@@ -14,6 +14,7 @@ import pytest
 from bot.config import Config
 from core.app.timing import ManualClock
 from core.domain import rules
+from core.domain.answering import Attempt
 from core.domain.responders import Responder
 from core.domain.types import AgentInfo, NewAsk
 from handlers.web.guard import WEB
@@ -127,7 +128,7 @@ async def test_a_quorum_counts_one_person_once_across_identities(
     ask = await aye.asks.find(ref)
     assert ask is not None
     # Ada approves from Slack (her slack: id), then tries again from the inbox as github:.
-    first = await aye.asks.answer(ask, Responder.parse(ADA_SLACK), "approve", surface="slack")
+    first = await aye.asks.answer(ask, Attempt(Responder.parse(ADA_SLACK), "slack"), "approve")
     assert first.taken
     ada = Person(aye, ADA_GITHUB)
     await ada.sign_in()
@@ -154,7 +155,7 @@ async def test_step_up_counts_an_approval_only_from_a_fresh_inbox_sign_in(
     assert resp.status == 403 and (await resp.json())["error"] == "sign_in_required"
     ask = await aye.asks.find(ref)
     assert ask is not None
-    slack = await aye.asks.answer(ask, Responder.parse(ADA_SLACK), "approve", surface="slack")
+    slack = await aye.asks.answer(ask, Attempt(Responder.parse(ADA_SLACK), "slack"), "approve")
     assert slack.reason == "sign_in_required"
     refused = [e for e in await history(aye, ref) if e["event"] == "refused"]
     assert [e["why"] for e in refused] == ["sign_in_required", "sign_in_required"]
@@ -182,7 +183,7 @@ async def test_a_refusal_counts_from_anywhere_under_step_up(
     _, body = await call(aye, "payroll.run")
     ask = await aye.asks.find(body["ask"]["ref"])
     assert ask is not None
-    result = await aye.asks.answer(ask, Responder.parse(ADA_SLACK), "refuse", surface="slack")
+    result = await aye.asks.answer(ask, Attempt(Responder.parse(ADA_SLACK), "slack"), "refuse")
     assert result.taken and result.ask is not None and result.ask.outcome == "approval_refused"
 
 

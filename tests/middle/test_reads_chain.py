@@ -12,6 +12,7 @@ import pytest
 from core.app import answers, auditing, reading, reads
 from core.app.parts import Parts
 from core.app.ports import AskRow
+from core.domain.answering import Attempt
 from core.domain.policy import Defaults
 from core.domain.responders import OPERATOR
 from store import append
@@ -37,7 +38,7 @@ async def two(database_url: str) -> AsyncIterator[tuple[Parts, Parts]]:
 
 async def answered(parts: Parts) -> AskRow:
     ask = await new_ask(parts)
-    result = await answers.answer(parts, ask, OPERATOR, "yes")
+    result = await answers.answer(parts, ask, Attempt(OPERATOR), "yes")
     assert result.taken and result.ask is not None
     return result.ask
 

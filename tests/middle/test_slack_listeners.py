@@ -25,6 +25,7 @@ import bot.surfaces  # noqa: F401  (registers the slack kind: responders and wor
 from core.app.parts import Parts
 from core.app.service import Service
 from core.domain import rules
+from core.domain.answering import Attempt
 from core.domain.policy import Defaults, Gate
 from core.domain.responders import OPERATOR
 from core.domain.types import AgentInfo, NewAsk
@@ -313,7 +314,7 @@ async def test_a_press_by_someone_not_asked_is_refused_and_told_why(asks: Servic
 
 async def test_a_press_on_an_answered_ask_is_refused_and_told_why(asks: Service, bolt: Bolt) -> None:
     ask = await ask_question(asks, ["yes", "no"])
-    assert (await asks.answer(ask, OPERATOR, "yes")).taken
+    assert (await asks.answer(ask, Attempt(OPERATOR), "yes")).taken
 
     await bolt.press(ask, "no")
 

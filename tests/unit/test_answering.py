@@ -5,6 +5,7 @@ distinct approvers, no self-approval, failing closed when the author is unknown)
 from __future__ import annotations
 
 from core.domain import answering, rules
+from core.domain.answering import Attempt
 from core.domain.ask import is_approval, is_external, is_question, is_start
 from core.domain.people import People
 from core.domain.policy import START
@@ -18,41 +19,42 @@ STRANGER = Responder("slack", "U0999ZZZZ")
 
 
 def test_a_responder_s_fitting_answer_is_taken() -> None:
-    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "yes", NOW)
+    verdict = answering.judge(builders.question(options=["yes", "no"]), Attempt(ALICE), "yes", NOW)
     assert verdict == answering.Taken("yes", 1, None)
 
 
 def test_someone_not_asked_is_refused_whatever_they_answer() -> None:
-    verdict = answering.judge(builders.question(options=["yes", "no"]), STRANGER, "yes", NOW)
+    verdict = answering.judge(builders.question(options=["yes", "no"]), Attempt(STRANGER), "yes", NOW)
     assert verdict == answering.Refused(answering.NOT_A_RESPONDER)
 
 
 def test_a_person_the_surface_cannot_vouch_for_is_refused_even_if_listed() -> None:
-    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "yes", NOW,
-                              member=False)
+    verdict = answering.judge(builders.question(options=["yes", "no"]),
+                              Attempt(ALICE, member=False), "yes", NOW)
     assert verdict == answering.Refused(answering.NOT_A_RESPONDER)
 
 
 def test_an_answer_just_after_the_winner_is_late_and_later_is_refused() -> None:
     closed = builders.question(options=["yes", "no"], status=rules.ANSWERED, closed_at=NOW)
-    late = answering.judge(closed, ALICE, "no", NOW + 1)
-    refused = answering.judge(closed, ALICE, "no", NOW + answering.LATE_WINDOW_S + 1)
+    late = answering.judge(closed, Attempt(ALICE), "no", NOW + 1)
+    refused = answering.judge(closed, Attempt(ALICE), "no", NOW + answering.LATE_WINDOW_S + 1)
     assert (late.event, refused.event) == (answering.LATE, answering.REFUSED)  # type: ignore[union-attr]
 
 
 def test_a_sensitive_ask_refuses_a_public_answer() -> None:
-    verdict = answering.judge(builders.question(sensitive=True), ALICE, "s3cret", NOW, public=True)
+    verdict = answering.judge(builders.question(sensitive=True), Attempt(ALICE, public=True),
+                              "s3cret", NOW)
     assert verdict == answering.Refused(answering.SENSITIVE)
 
 
 def test_an_answer_that_does_not_fit_names_what_did_not() -> None:
-    verdict = answering.judge(builders.question(options=["yes", "no"]), ALICE, "maybe", NOW)
+    verdict = answering.judge(builders.question(options=["yes", "no"]), Attempt(ALICE), "maybe", NOW)
     assert isinstance(verdict, answering.Refused) and verdict.reason == answering.INVALID_ANSWER
     assert verdict.misfit is not None
 
 
 def test_an_approval_s_approve_has_the_approved_outcome() -> None:
-    verdict = answering.judge(builders.approval(), ALICE, "approve", NOW)
+    verdict = answering.judge(builders.approval(), Attempt(ALICE), "approve", NOW)
     assert isinstance(verdict, answering.Taken) and verdict.outcome == rules.APPROVED
 
 
@@ -94,7 +96,7 @@ def test_the_kinds_of_ask_are_read_from_the_typed_view() -> None:
 
 
 def test_the_operator_may_answer_where_listed() -> None:
-    verdict = answering.judge(builders.question(options=["yes", "no"]), OPERATOR, "no", NOW)
+    verdict = answering.judge(builders.question(options=["yes", "no"]), Attempt(OPERATOR), "no", NOW)
     assert verdict == answering.Taken("no", 2, None)
 
 
@@ -108,11 +110,11 @@ PEOPLE = People.of([("ada", [ADA_SLACK, ADA_GITHUB, ADA_EMAIL]), ("bob", [ALICE]
 def test_person_in_responders_admits_each_of_her_identities_and_nobody_else() -> None:
     ask = builders.question(options=["yes", "no"], responders=["person:ada"])
     for ada in (ADA_SLACK, ADA_GITHUB, Responder.parse("email:ada@example.com")):
-        assert isinstance(answering.judge(ask, ada, "yes", NOW, people=PEOPLE), answering.Taken)
-    refused = answering.judge(ask, OCTO, "yes", NOW, people=PEOPLE)
+        assert isinstance(answering.judge(ask, Attempt(ada), "yes", NOW, people=PEOPLE), answering.Taken)
+    refused = answering.judge(ask, Attempt(OCTO), "yes", NOW, people=PEOPLE)
     assert refused == answering.Refused(answering.NOT_A_RESPONDER)
     # Without the directory, `person:ada` admits nobody (never a guess).
-    alone = answering.judge(ask, ADA_SLACK, "yes", NOW)
+    alone = answering.judge(ask, Attempt(ADA_SLACK), "yes", NOW)
     assert alone == answering.Refused(answering.NOT_A_RESPONDER)
 
 
@@ -132,11 +134,11 @@ def test_the_author_is_known_by_every_identity_of_their_person() -> None:
 
 def test_step_up_counts_an_approval_only_from_a_fresh_inbox_sign_in() -> None:
     ask = builders.approval(sign_in_within=900.0)
-    approve = answering.judge(ask, ALICE, "approve", NOW)  # Slack, the API: no inbox session
+    approve = answering.judge(ask, Attempt(ALICE), "approve", NOW)  # Slack, the API: no inbox session
     assert approve == answering.Refused(answering.SIGN_IN_REQUIRED)
-    stale = answering.judge(ask, ALICE, "approve", NOW, signed_in_at=NOW - 901)
+    stale = answering.judge(ask, Attempt(ALICE, signed_in_at=NOW - 901), "approve", NOW)
     assert stale == answering.Refused(answering.SIGN_IN_REQUIRED)
-    fresh = answering.judge(ask, ALICE, "approve", NOW, signed_in_at=NOW - 60)
+    fresh = answering.judge(ask, Attempt(ALICE, signed_in_at=NOW - 60), "approve", NOW)
     assert isinstance(fresh, answering.Taken) and fresh.outcome == rules.APPROVED
-    refuse = answering.judge(ask, ALICE, "refuse", NOW)  # a refusal counts from anywhere
+    refuse = answering.judge(ask, Attempt(ALICE), "refuse", NOW)  # a refusal counts from anywhere
     assert isinstance(refuse, answering.Taken) and refuse.outcome == rules.APPROVAL_REFUSED
