@@ -18,7 +18,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from core.app import counting
 from core.app.change import Changes
 from core.app.ports import StoreClosing
 from core.domain.ask import AskValues
@@ -100,7 +99,6 @@ class Batcher:
     async def _write(self, batch: list[Pending]) -> list[AskRow]:
         """The batch's asks, their `created` entries, posts and events in one change. Limited
         or Duplicate fail the whole."""
-        postgres = self.store.is_postgres
         # Per agent and minute (each ask counts in the minute it was made), in one order in
         # every process, so that two batches locking the same agents' counters cannot deadlock.
         by_agent: dict[tuple[str, int], list[Pending]] = defaultdict(list)
@@ -112,7 +110,7 @@ class Batcher:
                 hits = sum(1 for p in mine if p.agent is not None and not p.counted)
                 info = next((p.agent for p in mine if p.agent is not None), None)
                 at = max(p.values["created_at"] for p in mine)
-                await counting.counted_and_opened(ch.conn, name, info, at, hits, len(mine), postgres)
+                await ch.count(name, info, hits=hits, new_open=len(mine), at=at)
             made = await ch.insert_many([p.values for p in batch], [p.detail for p in batch])
         return [ask for ask, _ in made]
 

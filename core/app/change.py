@@ -6,8 +6,9 @@
     # after the commit, in one place: wake, poke, tally, log
 
 What a change must also do is done by the block, so a new kind of change cannot forget a step:
-- `insert` counts the agent's limits (core.app.counting), writes the `created` entry, the
-  surfaces' posts and the `ask.created` event;
+- `count` is the one way a limit is counted (core.app.counting), in the change's transaction;
+- `insert` counts the agent's limits, writes the `created` entry, the surfaces' posts and the
+  `ask.created` event;
 - `close_if_open` (the one conditional write that decides a close) writes the surfaces'
   updates, one open ask fewer, and the close's event; a decided approval's receipt is signed
   and kept in that same write, and its hash (`receipt_sha256`) goes into the next history
@@ -105,13 +106,26 @@ class Change:
         """A new ask, with its `created` entry, posts and event. With `agent`, its limits are
         checked here (counting.Limited rolls the whole change back): room for one more open
         ask and, unless `counted` already, one more hit this minute."""
-        postgres = self._parts.store.is_postgres
+        name, at = values["agent"], values["created_at"]
+        # In two statements, the minute's hits locked before the open count: one order of locks.
         if agent is not None and not counted:
-            await counting.count(self.conn, agent, values["created_at"], postgres)
-        await counting.opened(self.conn, values["agent"], agent, postgres)
+            await self.count(name, agent, hits=1, at=at)
+        await self.count(name, agent, new_open=1, at=at)
         ask = await q.insert(self.conn, values)
         self._created(ask, detail)
         return ask
+
+    async def count(
+        self, name: str, agent: AgentInfo | None, hits: int = 0, new_open: int = 0,
+        at: float | None = None,
+    ) -> None:
+        """The one way a limit is counted: `hits` more asks, calls or starts by `agent` in the
+        minute of `at` (now by default), `new_open` more open asks for `name`, in this change
+        (core.app.counting). Limited past either: the whole change is rolled back, these
+        counts with it; so a count that must stand whatever follows (a call's hit, gating.py)
+        is a change of its own."""
+        await counting.add(self.conn, name, agent, self.now if at is None else at,
+                           self._parts.store.is_postgres, hits, new_open)
 
     async def insert_many(
         self, values: list[AskValues], details: list[dict[str, Any]]

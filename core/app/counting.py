@@ -1,6 +1,7 @@
 """Where a limit is counted: per agent, asks, calls and starts a minute and open asks at once,
-counted by the store in the transaction of the change they concern (core.app.change), so that
-they hold across processes and a refusal (rolled back) does not count. What is past a limit is
+counted by the store in the transaction of the change they concern, so that they hold across
+processes and a refusal (rolled back) does not count. A change is the one caller
+(core.app.change: `Change.count`, and the close's conditional write); what is past a limit is
 the domain's rule (core/domain/limits.py)."""
 
 from __future__ import annotations
@@ -12,15 +13,24 @@ from core.domain.types import AgentInfo
 from store import asks, rates
 from store.db import Conn, Store
 
-__all__ = ["Limited", "close_if_open", "closed", "count", "count_hit", "counted_and_opened",
+__all__ = ["Limited", "add", "close_if_open", "closed", "count", "counted_and_opened",
            "forget_old", "opened"]
 
 
-async def count_hit(store: Store, agent: AgentInfo, now: float) -> None:
-    """A call or a start counts towards the agent's asks_per_minute (Limited past it), in a
-    transaction of its own, before anything is decided."""
-    async with store.write() as conn:
-        await count(conn, agent, now, store.is_postgres)
+async def add(
+    conn: Conn, name: str, agent: AgentInfo | None, now: float, postgres: bool, hits: int = 0,
+    new_open: int = 0,
+) -> None:
+    """`hits` more asks, calls or starts this minute (only with `agent`, whose limits they
+    are) and `new_open` more open asks for `name`; Limited past either. Each counter is
+    touched only when it moves, and both at once in one round trip on PostgreSQL."""
+    if agent is None or hits == 0:
+        if new_open:
+            await opened(conn, name, agent, postgres, new_open)
+    elif new_open:
+        await counted_and_opened(conn, name, agent, now, hits, new_open, postgres)
+    else:
+        await count(conn, agent, now, postgres, hits)
 
 
 async def count(conn: Conn, agent: AgentInfo, now: float, postgres: bool, k: int = 1) -> None:

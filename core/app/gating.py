@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from core.app import counting, receipts
+from core.app import receipts
 from core.app.asking import insert, new_ask_values
 from core.app.parts import Parts
 from core.app.ports import CallDecision
@@ -54,7 +54,8 @@ async def call(
     asks_per_minute (Limited) first. `timeout_s`: the caller's own bound on a new approval.
     Which rule decides is core.domain.gate_decision's; this fetches its facts and applies it."""
     agent.check_callback(callback_url)
-    await counting.count_hit(parts.store, agent, parts.clock.now())
+    async with parts.change() as ch:  # a change of its own: it stands, whatever is decided
+        await ch.count(agent.name, agent, hits=1)
     gate = gate_for(parts.gates, operation, agent.name)
     if gate is None:
         return CallDecision(ALLOW)

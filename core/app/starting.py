@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.app import counting
 from core.app.asking import insert
 from core.app.gating import ALLOW, PENDING, REFUSE, approval_values, named_hashes, open_call
 from core.app.parts import Parts
@@ -35,7 +34,8 @@ async def start(
     start claims another `type` (the start's identity is the work without its kind:
     core.domain.identity)."""
     agent.check_callback(callback_url)
-    await counting.count_hit(parts.store, agent, parts.clock.now())
+    async with parts.change() as ch:  # a change of its own: it stands, whatever is decided
+        await ch.count(agent.name, agent, hits=1)
     start_hash = identity.start_sha256(agent.name, work)
     async with parts.store.read() as conn:
         latest = await q.latest_call(conn, start_hash)
