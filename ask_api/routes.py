@@ -28,6 +28,7 @@ from core.app.service import NotReportable, NotYours, Service
 from core.domain import external, formats, rules
 from core.domain.answering import Attempt
 from core.domain.ask import is_external
+from core.domain.kinds import Kinds
 from core.domain.responders import OPERATOR
 
 log = logging.getLogger("aye.api")
@@ -81,7 +82,7 @@ def answered_from(request: web.Request) -> str:
 
 class AskApi:
     def __init__(
-        self, asks: Service, tokens: TokenBook,
+        self, asks: Service, tokens: TokenBook, kinds: Kinds,
         session_ok: Callable[[web.Request], bool] | None = None, public_url: str | None = None,
         session_alive: Callable[[web.Request], Awaitable[bool]] | None = None,
     ) -> None:
@@ -89,13 +90,14 @@ class AskApi:
         which `GET /v1/events` takes as the operator (the inbox's page subscribes with it), and
         `session_alive` whether it still does, asked again while such a stream is open (a
         Sign out elsewhere ends it). `public_url` (AYE_PUBLIC_URL): where outside systems
-        reach external asks' doors."""
+        reach external asks' doors. `kinds`: the process's, whose work variants the request
+        models take."""
         self.session_ok = session_ok
         self.session_alive = session_alive
         self.public_url = public_url.rstrip("/") if public_url else None
         self.asks = asks
         self.tokens = tokens
-        self.bodies = bodies()
+        self.bodies = bodies(kinds)
         self.openapi = OpenApi(self.bodies)
 
     def routes(self) -> list[web.RouteDef]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -25,9 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from core.domain import kinds
 from core.domain.bodies import STRICT
-from core.domain.kinds import VERIFIER_NAME
+from core.domain.kinds import VERIFIER_NAME, Kinds
 
 MAX_TEXT = 3000
 MAX_OPTION = 75
@@ -41,7 +41,7 @@ class Body(BaseModel):
 
 class WorkBase(Body):
     """`work`: exactly one variant, named by its surface (`{"slack": {…}}`, `{"github": {…}}`);
-    the variants come from the surfaces that are registered (core.domain.kinds)."""
+    the variants come from the process's surfaces (a core.domain.kinds.Kinds, see bodies())."""
 
     @model_validator(mode="after")
     def _one(self) -> WorkBase:
@@ -207,14 +207,17 @@ class StartBodyBase(Body):
 
 @dataclass(frozen=True, slots=True)
 class Bodies:
-    """The request models, with `work` made of the registered surfaces' variants."""
+    """The request models, with `work` made of the process's surfaces' variants."""
 
     ask: type[AskBodyBase]
     call: type[CallBodyBase]
     start: type[StartBodyBase]
 
 
-def bodies() -> Bodies:
+@functools.cache
+def bodies(kinds: Kinds) -> Bodies:
+    """The request models of a process that knows `kinds`: built at app build, once per
+    Kinds value (pydantic models are costly to build, and one Kinds gives the same ones)."""
     variants: dict[str, Any] = {
         kind.name: (kind.work_model | None, None)  # type: ignore[operator]  # with_work: set
         for kind in kinds.with_work()

@@ -70,7 +70,7 @@ def create_app(
 ) -> web.Application:
     """The whole process, with the surfaces of `plugins` that the environment turns on."""
     logs.quiet_libraries()
-    register(plugins)
+    known = register(plugins)  # the surfaces' kinds, handed down from here
     store = Store(settings.database_url)
     clock = clock or Clock()
     keys = Keyring(store, settings.signing_key_path, settings.public_url, clock.now)
@@ -82,8 +82,8 @@ def create_app(
         if surface_settings is not None:
             service.add_surface(plugin.build(surface_settings, config.section(plugin.name), service))
     service.add_surface(Callbacks(service, callback_targets(config)))
-    api = AskApi(service, tokens, session_ok=operator_session, public_url=settings.public_url,
-                 session_alive=operator_session_alive)
+    api = AskApi(service, tokens, known, session_ok=operator_session,
+                 public_url=settings.public_url, session_alive=operator_session_alive)
     door = Door(service, {v.name: v.build() for v in config.verifiers},
                 key=tokens.derived_key(b"external deliveries"))
     # events_session before api.auth: GET /v1/events takes the inbox's session, from the store.
@@ -110,7 +110,7 @@ def create_app(
     )
     app.cleanup_ctx.append(functools.partial(_lifecycle, head_every=settings.audit_head_every))
     # After the store's lifecycle: MCP sessions start once the store is open, end before it closes.
-    setup_mcp(app, service, tokens, host=settings.host, public_url=settings.public_url)
+    setup_mcp(app, service, tokens, host=settings.host, kinds=known, public_url=settings.public_url)
     # Last: its middleware goes first (it sees every status), its series start with every surface.
     setup_metrics(app, service, tokens)
     return app

@@ -16,6 +16,7 @@ from dotenv import load_dotenv
 from bot import logs
 from bot.settings import SettingsError, server_url, store_url
 from bot.token_file import read_token_file, token_file_path
+from core.domain.kinds import Kinds
 
 # The MCP SDK, aiohttp and the surfaces load only once there is a token to act with: a client
 # started with none hears so at once (in well under a second), not after seconds of imports.
@@ -45,15 +46,15 @@ def run() -> int:
     from bot.surfaces import PLUGINS, register
 
     # The work variants (`work: {"slack": …}`) the tools' schemas offer, as aye serve has them.
-    register(PLUGINS)
+    known = register(PLUGINS)
     try:
-        asyncio.run(serve(url, token))
+        asyncio.run(serve(url, token, known))
     except KeyboardInterrupt:
         pass
     return EXIT_OK
 
 
-async def serve(url: str, token: str) -> None:
+async def serve(url: str, token: str, kinds: Kinds) -> None:
     """Serve MCP on stdin/stdout until stdin closes; a call in flight then is dropped (its ask
     stays open in aye, for `wait` to pick up later)."""
     import aiohttp
@@ -64,7 +65,7 @@ async def serve(url: str, token: str) -> None:
 
     async with aiohttp.ClientSession() as session:
         agent = RemoteAgent(url, token, session)
-        server = build_server(lambda _ctx: agent)
+        server = build_server(lambda _ctx: agent, kinds)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 

@@ -22,9 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from ask_api.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
+from aye_client.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
 from bot.near_miss import did_you_mean
-from bot.surfaces import PLUGINS
+from bot.surfaces import PLUGINS, register
 from core.app.service import SurfacePlugin
 from core.domain.callback_urls import BadUrl, parse_prefix
 from core.domain.kinds import (
@@ -351,6 +351,7 @@ Config = config_model(PLUGINS)
 def load_config(path: Path, named: bool = False) -> AyeConfig:
     """Read and validate the config file. A missing file means all defaults, unless it was
     `named` (AYE_CONFIG): a typo must not start aye with no gates."""
+    register(PLUGINS)  # its responders and people name the surfaces' kinds
     if not path.exists():
         if named:
             raise ConfigError(f"{path}: no such file (AYE_CONFIG names it)")

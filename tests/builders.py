@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import configure_mappers
 
-import bot.surfaces  # noqa: F401  (registers the slack and github kinds, so work_key knows them)
+from bot.surfaces import KINDS
 from core.domain import rules
 from store.models import AskRow
 
@@ -57,7 +57,7 @@ def make_ask(**overrides: Any) -> AskRow:
     values.update(copy.deepcopy(overrides))
     values.setdefault("id", ask_id(values["seq"]))
     if "work_key" not in overrides:
-        values["work_key"] = rules.work_key(values["work"])
+        values["work_key"] = rules.work_key(values["work"], KINDS)  # slack's and github's too
     return AskRow.model_construct(**values)
 
 

@@ -22,7 +22,7 @@ from ask_api.tokens import TokenBook
 from bot.app import SERVICE, create_app
 from bot.config import Config
 from bot.settings import Settings
-from bot.surfaces import PLUGINS
+from bot.surfaces import PLUGINS, register
 from core.app import deadlines
 from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock, ManualClock
@@ -37,6 +37,10 @@ from tests.stores import (
     sqlite_template,
     sqlite_url,
 )
+
+# The tests' process knows the surfaces' kinds, as `aye serve` does once it reads its config:
+# the config models and responders that test modules validate as they load name them.
+register(PLUGINS)
 
 # The stores' fixtures, and what tests import from here.
 __all__ = [

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError, cr
 
 from ask_api.http import MAX_BODY, ApiError, field_path
 from ask_api.schemas import AskBodyBase, Body, CallBodyBase, TooDeep, bodies, loads, unusable, words
+from core.domain.kinds import Kinds
 
 WAIT_DEFAULT_S = 50
 WAIT_MAX_S = 300
@@ -36,8 +37,8 @@ class Arguments:
     wait: type[WaitArguments] = WaitArguments
 
     @classmethod
-    def build(cls) -> Arguments:
-        api = bodies()  # `work` made of the registered surfaces' variants, as the API's
+    def build(cls, kinds: Kinds) -> Arguments:
+        api = bodies(kinds)  # `work` made of the process's surfaces' variants, as the API's
         waiting: Any = (WaitSeconds, WAIT_DEFAULT_S)
         # The ask tool asks and waits: an external ask must hand its answer URL to the outside
         # system first, so it is made over the HTTP API (POST /v1/asks), not here.

@@ -35,6 +35,7 @@ from ask_api.mcp.tools import AgentPort, Context, build_server
 from ask_api.routes import CALLER
 from ask_api.tokens import Caller, TokenBook
 from core.app.service import Service
+from core.domain.kinds import Kinds
 from core.domain.types import AgentInfo
 
 AGENT = "aye.agent"  # the ASGI scope's key for the calling agent
@@ -49,10 +50,11 @@ class McpEndpoint:
     the agent its bearer token names."""
 
     def __init__(
-        self, asks: Service, tokens: TokenBook, security: TransportSecuritySettings
+        self, asks: Service, tokens: TokenBook, security: TransportSecuritySettings,
+        kinds: Kinds,
     ) -> None:
         self.asks, self.tokens = asks, tokens
-        self.server = build_server(self.port_for)
+        self.server = build_server(self.port_for, kinds)
         self.manager = StreamableHTTPSessionManager(
             app=self.server, json_response=False, security_settings=security,
             max_request_body_size=MAX_ENVELOPE,

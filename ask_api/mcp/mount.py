@@ -18,6 +18,7 @@ from aiohttp import web
 from ask_api.schemas import SURROGATE
 from ask_api.tokens import Caller, TokenBook
 from core.app.service import Service
+from core.domain.kinds import Kinds
 
 if TYPE_CHECKING:
     from ask_api.mcp.http import McpEndpoint
@@ -45,9 +46,9 @@ def caller_of(tokens: TokenBook, request: web.Request) -> Caller | web.Response:
 
 class LazyMcp:
     def __init__(
-        self, asks: Service, tokens: TokenBook, host: str, public_url: str | None
+        self, asks: Service, tokens: TokenBook, host: str, public_url: str | None, kinds: Kinds
     ) -> None:
-        self.asks, self.tokens = asks, tokens
+        self.asks, self.tokens, self.kinds = asks, tokens, kinds
         self.host, self.public_url = host, public_url
         self.endpoint: McpEndpoint | None = None
         self._running: AsyncIterator[None] | None = None
@@ -69,7 +70,7 @@ class LazyMcp:
                 from ask_api.mcp.http import McpEndpoint, transport_security
 
                 endpoint = McpEndpoint(self.asks, self.tokens,
-                                       transport_security(self.host, self.public_url))
+                                       transport_security(self.host, self.public_url), self.kinds)
                 running = endpoint.lifecycle(app)
                 await running.__anext__()  # the session manager's task group is up
                 self._running, self.endpoint = running, endpoint
@@ -89,12 +90,13 @@ MCP = web.AppKey("mcp", LazyMcp)
 
 
 def setup(
-    app: web.Application, asks: Service, tokens: TokenBook, *, host: str,
+    app: web.Application, asks: Service, tokens: TokenBook, *, host: str, kinds: Kinds,
     public_url: str | None = None,
 ) -> LazyMcp:
-    """Serve `/mcp` from `app`. Call it after the app's own cleanup_ctx is added, so that the
-    store is open before MCP sessions start and closed after they end."""
-    mount = LazyMcp(asks, tokens, host, public_url)
+    """Serve `/mcp` from `app`, its tools' `work` made of `kinds`' variants. Call it after the
+    app's own cleanup_ctx is added, so that the store is open before MCP sessions start and
+    closed after they end."""
+    mount = LazyMcp(asks, tokens, host, public_url, kinds)
     app[MCP] = mount
     app.router.add_route("*", MCP_PATH, mount.handle)
     app.cleanup_ctx.append(mount.lifecycle)

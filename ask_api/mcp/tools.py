@@ -22,6 +22,7 @@ from ask_api.http import ApiError
 from ask_api.mcp import guide
 from ask_api.mcp.arguments import Arguments, body_of, checked, input_schema, validated, waiting_of
 from ask_api.schemas import AskBodyBase, CallBodyBase
+from core.domain.kinds import Kinds
 from core.domain.logline import emit
 
 log = logging.getLogger("aye.mcp")
@@ -125,9 +126,9 @@ def refusal(view: dict[str, Any]) -> dict[str, Any] | None:
 class Tools:
     """The three tools, for whichever agent `port_for` finds behind a call."""
 
-    def __init__(self, port_for: PortFor) -> None:
+    def __init__(self, port_for: PortFor, kinds: Kinds) -> None:
         self.port_for = port_for
-        self.arguments = Arguments.build()
+        self.arguments = Arguments.build(kinds)
         self.tools = [
             _tool("ask", "Ask a person", guide.ASK,
                   input_schema(self.arguments.ask, guide.ASK_FIELDS), read_only=False),
@@ -207,10 +208,10 @@ def _tool(
                       annotations=hints)
 
 
-def build_server(port_for: PortFor) -> Server[Any]:
-    """aye's MCP server: its instructions and its three tools, each call reaching aye through
-    `port_for(ctx)`."""
-    tools = Tools(port_for)
+def build_server(port_for: PortFor, kinds: Kinds) -> Server[Any]:
+    """aye's MCP server: its instructions and its three tools (their `work` made of `kinds`'
+    variants), each call reaching aye through `port_for(ctx)`."""
+    tools = Tools(port_for, kinds)
     return Server(
         "aye", version=_version(), instructions=guide.INSTRUCTIONS,
         on_list_tools=tools.list_tools, on_call_tool=tools.call_tool,

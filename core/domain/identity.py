@@ -34,6 +34,7 @@ from typing import Any
 import rfc8785
 
 from core.domain import kinds
+from core.domain.kinds import SurfaceKind
 
 # RFC 8785's (and I-JSON's) exact integers: a double holds every integer up to this.
 SAFE_INTEGER = 2**53 - 1
@@ -115,13 +116,17 @@ def _write_object(value: Mapping[Any, Any], out: list[bytes]) -> None:
 # -- works ------------------------------------------------------------------------------------
 
 
-def work_key(work: Mapping[str, Any] | None) -> str | None:
-    """One string per conversation (`slack:C1:1.2`, `github:o/r#4`), as its surface keys it:
-    the work without its kind (a start's identity, and one index probe for its open asks)."""
+def work_key(
+    work: Mapping[str, Any] | None, known: Mapping[str, SurfaceKind] | None = None
+) -> str | None:
+    """One string per conversation (`slack:C1:1.2`, `github:o/r#4`), as its surface (one of
+    the `known` kinds; without them, of the kinds in use) keys it: the work without its kind
+    (a start's identity, and one index probe for its open asks)."""
     if not work:
         return None
+    known = kinds.in_use() if known is None else known
     for name, value in work.items():
-        kind = kinds.known(name)
+        kind = known.get(name)
         if kind is not None and kind.work_key is not None and isinstance(value, Mapping):
             return f"{name}:{kind.work_key(value)}"
     return None

@@ -1,14 +1,15 @@
-"""The kinds of responder a surface brings (`slack:U…`, `github:login`), registered by the surfaces.
+"""The kinds of responder a surface brings (`slack:U…`, `github:login`), and the core's own.
 
-The core names no surface: each surface registers its kind, the id pattern of its people, its
-work variant (where a conversation happens there) and its config section, and the core looks
-them up here. `operator` is the core's own kind.
+The core names no surface: each surface's plug-in declares its kind, the id pattern of its
+people, its work variant (where a conversation happens there) and its config section; the
+composition root (bot.surfaces) makes one `Kinds` value of them and hands it down, and the
+core looks them up in it. `operator` is the core's own kind.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,20 +52,79 @@ class SurfaceKind:
     config_model: type[BaseModel] | None = None
 
 
-_KINDS: dict[str, SurfaceKind] = {
-    OPERATOR_KIND: SurfaceKind(OPERATOR_KIND, re.compile(rf"^{OPERATOR_ID}$")),
-    EXTERNAL_KIND: SurfaceKind(EXTERNAL_KIND, VERIFIER_NAME),
-    PERSON_KIND: SurfaceKind(PERSON_KIND, PERSON_NAME),
-    EMAIL_KIND: SurfaceKind(EMAIL_KIND, EMAIL, ids_fold_case=True),
-}
+class Kinds(Mapping[str, SurfaceKind]):
+    """The kinds one process knows, by name: the core's own and those its surfaces bring, in
+    the order they were added. A value: built once in the composition root (bot.surfaces) and
+    never changed; `adding` makes another. Equal (and hashable) by its kinds, so what is built
+    from it (the API's request models) can be cached per Kinds."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, kinds: Iterable[SurfaceKind] = ()) -> None:
+        by_name: dict[str, SurfaceKind] = {}
+        for kind in kinds:
+            by_name[kind.name] = kind  # the same name again replaces it, keeping its place
+        self._by_name = by_name
+
+    def __getitem__(self, name: str) -> SurfaceKind:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Kinds) and tuple(self.values()) == tuple(other.values())
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.values()))
+
+    def __repr__(self) -> str:
+        return f"Kinds({', '.join(self)})"
+
+    def adding(self, kinds: Iterable[SurfaceKind]) -> Kinds:
+        """These kinds and the surfaces' `kinds`; a surface may not bring a core kind."""
+        more = list(kinds)
+        for kind in more:
+            if kind.name in CORE_KINDS:
+                raise ValueError(f"the {kind.name} kind is the core's own")
+        return Kinds([*self.values(), *more])
+
+    def known(self, name: str) -> SurfaceKind | None:
+        return self._by_name.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def with_work(self) -> list[SurfaceKind]:
+        """The kinds that have a work variant, in the order they were added."""
+        return [k for k in self._by_name.values() if k.work_model is not None]
+
+
 CORE_KINDS = (OPERATOR_KIND, EXTERNAL_KIND, PERSON_KIND, EMAIL_KIND)
+CORE = Kinds([
+    SurfaceKind(OPERATOR_KIND, re.compile(rf"^{OPERATOR_ID}$")),
+    SurfaceKind(EXTERNAL_KIND, VERIFIER_NAME),
+    SurfaceKind(PERSON_KIND, PERSON_NAME),
+    SurfaceKind(EMAIL_KIND, EMAIL, ids_fold_case=True),
+])
+# The kinds in use, for what parses a responder or a work where no Kinds can be handed to it
+# (pydantic's validators of the config and of requests, rows read back): the core's alone until
+# the composition root hands the process's over (`use`, from bot.surfaces). Nothing fills it
+# on import.
+_KINDS: Mapping[str, SurfaceKind] = CORE
 
 
-def register(kind: SurfaceKind) -> None:
-    """Make a surface's kind known; registering the same name again replaces it."""
-    if kind.name in CORE_KINDS:
-        raise ValueError(f"the {kind.name} kind is the core's own")
-    _KINDS[kind.name] = kind
+def use(kinds: Kinds) -> None:
+    """Make `kinds` the ones in use: the composition root's, at start, before anything parses."""
+    global _KINDS
+    _KINDS = kinds
+
+
+def in_use() -> Kinds:
+    return _KINDS if isinstance(_KINDS, Kinds) else Kinds(_KINDS.values())
 
 
 def known(name: str) -> SurfaceKind | None:
@@ -76,5 +136,5 @@ def names() -> list[str]:
 
 
 def with_work() -> list[SurfaceKind]:
-    """The kinds that have a work variant, in registration order."""
+    """The kinds in use that have a work variant, in the order they were added."""
     return [k for k in _KINDS.values() if k.work_model is not None]

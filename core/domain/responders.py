@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core.domain import kinds
-from core.domain.kinds import EMAIL_KIND, OPERATOR_ID, OPERATOR_KIND, SPECIFIC_ONLY
+from core.domain.kinds import EMAIL_KIND, OPERATOR_ID, OPERATOR_KIND, SPECIFIC_ONLY, SurfaceKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,11 +17,14 @@ class Responder:
     id: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> Responder:
+    def parse(cls, text: str, known: Mapping[str, SurfaceKind] | None = None) -> Responder:
+        """`kind:id` (or a bare kind) of the `known` kinds; without them, of the kinds in use
+        (core.domain.kinds.use: where a validator or a row cannot be handed a Kinds)."""
+        known = kinds.in_use() if known is None else known
         kind, sep, ident = text.strip().partition(":")
-        found = kinds.known(kind)
+        found = known.get(kind)
         if found is None:
-            raise ValueError(f"{text!r}: the kind must be one of {', '.join(kinds.names())}")
+            raise ValueError(f"{text!r}: the kind must be one of {', '.join(known)}")
         if not sep:
             if kind == OPERATOR_KIND:
                 return cls(OPERATOR_KIND, OPERATOR_ID)

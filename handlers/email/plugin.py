@@ -161,6 +161,6 @@ def build(settings: EmailSettings, section: BaseModel | None, asks: Service) -> 
     return EmailSurface(settings, asks)
 
 
-KIND = kinds.known(kinds.EMAIL_KIND)
+KIND = kinds.CORE.known(kinds.EMAIL_KIND)
 assert KIND is not None  # the core's own kind: always known
 PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)

@@ -17,6 +17,7 @@ from ask_api.openapi import REF
 from ask_api.schemas import AnswerBody, WaitBody, bodies
 from ask_api.tokens import TokenBook
 from bot.config import Config
+from bot.surfaces import KINDS
 from core.app.timing import ManualClock
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye
 from tests.e2e.test_policy import GitHubLike
@@ -125,7 +126,7 @@ async def test_every_v1_route_is_in_the_document_and_nothing_else(api: Checked) 
 
 async def test_request_schemas_are_the_models_that_validate_requests(api: Checked) -> None:
     schemas = api.document["components"]["schemas"]
-    made = bodies()
+    made = bodies(KINDS)
     for model in (made.ask, made.call, made.start, AnswerBody, WaitBody):
         own = model.model_json_schema(ref_template=REF)
         own.pop("$defs", None)

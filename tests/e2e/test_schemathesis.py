@@ -167,8 +167,7 @@ def test_the_live_api_holds_to_its_document(live: Server) -> None:
 
 
 def test_park_briefly_cuts_only_valid_long_timeouts() -> None:
-    register(PLUGINS)
-    schema = schemathesis.openapi.from_dict(document(bodies()))
+    schema = schemathesis.openapi.from_dict(document(bodies(register(PLUGINS))))
     one, many = schema["/v1/asks/{id}/wait"]["GET"], schema["/v1/asks/wait"]["POST"]
     cases = [
         one.Case(path_parameters={"id": "q1"}, query={"timeout": 300}),

@@ -21,7 +21,6 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
-import bot.surfaces  # noqa: F401  (registers the slack kind: responders and work parse)
 from core.app.parts import Parts
 from core.app.service import Service
 from core.domain import rules

@@ -15,12 +15,13 @@ from ask_api.http import ApiError
 from ask_api.mcp.arguments import Arguments, checked, input_schema
 from ask_api.mcp.http import transport_security
 from ask_api.mcp.tools import refusal
+from bot.surfaces import KINDS
 
 # -- schemas and arguments ------------------------------------------------------------------
 
 
 def test_the_schemas_are_plain_json_schema_and_describe_every_argument() -> None:
-    arguments = Arguments.build()
+    arguments = Arguments.build(KINDS)
     for model in (arguments.ask, arguments.call, arguments.wait):
         schema = input_schema(model, {})
         jsonschema.Draft202012Validator.check_schema(schema)
