@@ -11,9 +11,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # The package only (pyproject.toml's packages): no tests, benchmarks or docs in the image.
 COPY pyproject.toml README.md /src/
 COPY bot /src/bot
+COPY core /src/core
 COPY store /src/store
 COPY handlers /src/handlers
 COPY ask_api /src/ask_api
+# The Python client is a package of the server too (its verifiers are the external door's).
+COPY clients/python/aye_client /src/clients/python/aye_client
 RUN pip install /src && rm -rf /src
 
 # A user of its own, owning the store's folder (a new named volume takes this ownership).

@@ -27,7 +27,7 @@ from cachetools import TTLCache
 
 from ask_api.http import ApiError, DuplicateKeyError, field_path, json_of, read_body
 from ask_api.schemas import unusable
-from ask_api.verifiers import Verifier
+from aye_client.verifiers import Verifier
 from core.app.service import Service
 from core.domain import external, payloads, rules
 from core.domain.bodies import encoding_problem

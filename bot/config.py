@@ -122,7 +122,7 @@ def _secret_env(value: str) -> str:
 
 class VerifierConfig(Strict):
     """An outside system that answers external asks: its shared secret (from the environment),
-    the header its signature comes in, the scheme (ask_api/verifiers.py), and optionally a
+    the header its signature comes in, the scheme (aye_client/verifiers.py), and optionally a
     signed timestamp header and how old a delivery may be."""
 
     name: str = Field(pattern=VERIFIER_NAME.pattern)

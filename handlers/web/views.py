@@ -35,7 +35,7 @@ OUTCOME_BADGES = {
 # Checks a receipt with the Python client aye installs, run in aye's folder as the README's
 # commands are (`.venv/bin/…`); the receipt and the keys' URL follow it, each quoted.
 VERIFY = (".venv/bin/python -c 'import json, sys, urllib.request; "
-          "from ask_api.client import verify_receipt; "
+          "from aye_client import verify_receipt; "
           "print(json.dumps(verify_receipt(sys.argv[1], "
           "json.load(urllib.request.urlopen(sys.argv[2]))), indent=2))'")
 # What the agent reported ran after using an approval (POST /v1/calls/outcome).

@@ -20,8 +20,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from ask_api.client import AyeClient, BadSignature, answer_value, verify_callback
 from ask_api.tokens import TokenBook
+from aye_client import AyeClient, BadSignature, answer_value, verify_callback
 from bot.config import Config
 from tests.conftest import OPERATOR_TOKEN, Aye, StartAye, eventually
 from tests.e2e.test_process import free_port

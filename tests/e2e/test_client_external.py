@@ -10,7 +10,7 @@ import json
 import aiohttp
 import pytest
 
-from ask_api.client import AyeClient, AyeError, answer_value, sign_external
+from aye_client import AyeClient, AyeError, answer_value, sign_external
 from tests.conftest import StartAye
 from tests.e2e.test_external import GOOD, PINNED, PUBLIC, SECRET, SIGNER_TOKEN, started
 
@@ -36,7 +36,7 @@ async def test_ask_external_then_a_signed_delivery_wakes_wait(
 
 
 def test_sign_external_signs_as_the_verifier_checks() -> None:
-    from ask_api.verifiers import SCHEMES, Verifier
+    from aye_client.verifiers import SCHEMES, Verifier
 
     body = b'{"a": 1}'
     plain = Verifier("v", b"k", "X-Sig", SCHEMES["hmac-sha256"])

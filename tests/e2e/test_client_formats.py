@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from ask_api import client as client_module
-from ask_api.client import (
+from aye_client import (
     ApprovalRefused,
     ApprovalTimedOut,
     ApprovalUnavailable,
     AyeClient,
     connect,
 )
+from aye_client import client as client_module
 from bot.config import Config
 from tests.conftest import AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye
 from tests.local_server import LocalServer

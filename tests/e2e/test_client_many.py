@@ -13,8 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from ask_api import client as client_module
-from ask_api.client import (
+from aye_client import (
     AskClosed,
     AyeClient,
     AyeError,
@@ -22,6 +21,7 @@ from ask_api.client import (
     answer_value,
     connect,
 )
+from aye_client import client as client_module
 from bot.config import Config
 from tests.conftest import AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye, eventually
 from tests.e2e.test_process import AGENT, OP, Api, free_port, start_server

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from ask_api.client import ApprovalRefused, connect
+from aye_client import ApprovalRefused, connect
 from bot.config import Config
 from tests.conftest import AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye
 from tests.e2e.test_client_formats import open_ref

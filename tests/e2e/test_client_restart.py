@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from ask_api.client import AyeClient
+from aye_client import AyeClient
 from tests.e2e.test_process import AGENT, OP, Api, free_port, start_server
 
 

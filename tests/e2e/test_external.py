@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ask_api.verifiers import SCHEMES, Verifier
+from aye_client.verifiers import SCHEMES, Verifier
 from bot.config import Config
 from core.app.timing import ManualClock
 from core.domain.policy import Defaults

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ask_api.client import ApprovalRefused, ApprovalTimedOut, ApprovalUnavailable, AyeClient
+from aye_client import ApprovalRefused, ApprovalTimedOut, ApprovalUnavailable, AyeClient
 from bot.config import Config
 from core.app.timing import ManualClock
 from core.domain.responders import Responder

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ask_api.client import ApprovalRefused, connect
+from aye_client import ApprovalRefused, connect
 from bot.config import Config
 from tests.conftest import AGENT_TOKEN, StartAye
 from tests.e2e.test_client_formats import open_ref

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ask_api.client import verify_receipt
+from aye_client import verify_receipt
 from tests.conftest import postgres_url
 from tests.e2e.test_process import (  # the last three are fixtures, used by name below
     OP,

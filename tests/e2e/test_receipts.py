@@ -17,7 +17,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from ask_api.client import ApprovalRefused, BadReceipt, connect, verify_receipt
+from aye_client import ApprovalRefused, BadReceipt, connect, verify_receipt
 from bot.config import Config
 from tests.conftest import AGENT_HEADERS, AGENT_TOKEN, OPERATOR_HEADERS, Aye, StartAye, eventually
 

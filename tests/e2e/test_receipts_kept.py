@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from ask_api.client import verify_receipt
+from aye_client import verify_receipt
 from core.app.timing import ManualClock
 from tests.conftest import Aye, StartAye
 from tests.e2e.test_audit import assert_unbroken, whole_chain

@@ -28,9 +28,9 @@ from aiohttp import web
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from ask_api.client import AyeClient
 from ask_api.mcp.sent import carries
 from ask_api.tokens import TokenBook
+from aye_client import AyeClient
 from bot.app import SERVICE, create_app
 from bot.config import Config
 from bot.connections import GuardedSite, Limits, serve

@@ -12,13 +12,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bot", "core", "store", "handlers", "ask_api")
-AYE = frozenset(PACKAGES)
+# The Python client, aye_client: a distribution of its own (`aye-client`) in clients/python,
+# importing nothing of aye's server, so an agent installs it without the server's dependencies.
+CLIENT_ROOT = ROOT / "clients" / "python"
+CLIENT = "aye_client"
+FOLDERS = (*PACKAGES, "clients/python/aye_client")
+AYE = frozenset((*PACKAGES, CLIENT))
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 50
-# The Python client ships inside ask_api/ (its public import path, `ask_api.client`, is the one
-# the README and agents use) but imports nothing of aye's server: these modules alone.
-CLIENT = ("ask_api.client", "ask_api.client_gated", "ask_api.client_many",
-          "ask_api.client_types", "ask_api.client_verify", "ask_api.verifiers")
+# What the client may import besides the standard library and itself: its two dependencies
+# (aiohttp, PyJWT) and the runtimes its extras install, each for its own adapter module.
+CLIENT_LIBRARIES = ("aiohttp", "jwt", "agents", "langchain", "langchain_core", "langgraph",
+                    "claude_agent_sdk")
 # What an adapter (a surface, the API) may import of the core: its one façade, what it offers
 # and needs (ports), and the pure domain.
 CORE_FOR_ADAPTERS = ("core.app.service", "core.app.ports", "core.domain")
@@ -50,7 +55,8 @@ def sources(*folders: str) -> list[Path]:
 
 
 def module_of(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    root = CLIENT_ROOT if path.is_relative_to(CLIENT_ROOT) else ROOT
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -121,11 +127,12 @@ def surface_may(own: str) -> Callable[[Import], bool]:
 
 
 def api_may(imp: Import) -> bool:
-    return is_library(imp.target) or under(imp.target, *CORE_FOR_ADAPTERS, "ask_api")
+    return is_library(imp.target) or under(imp.target, *CORE_FOR_ADAPTERS, "ask_api", CLIENT)
 
 
 def client_may(imp: Import) -> bool:
-    return is_library(imp.target) or under(imp.target, *CLIENT)
+    top = imp.target.partition(".")[0]
+    return top in sys.stdlib_module_names or top in CLIENT_LIBRARIES or under(imp.target, CLIENT)
 
 
 def bot_may(imp: Import) -> bool:
@@ -141,7 +148,7 @@ def room_of(path: Path) -> tuple[str, Callable[[Import], bool]]:
         return "core.app", app_may
     if under(module, "store"):
         return "store", store_may
-    if under(module, *CLIENT):
+    if under(module, CLIENT):
         return "the client", client_may
     if under(module, "ask_api"):
         return "ask_api", api_may
@@ -171,14 +178,14 @@ def show(found: list[str]) -> str:
 
 
 def test_every_room_imports_only_what_its_allow_list_names() -> None:
-    found = violations(sources(*PACKAGES))
+    found = violations(sources(*FOLDERS))
     assert not found, (
         "an import its room may not make (see README, \"How aye is built\"):" + show(found)
     )
 
 
 def test_every_source_file_is_in_a_room() -> None:
-    rooms = {room_of(p)[0] for p in sources(*PACKAGES)}
+    rooms = {room_of(p)[0] for p in sources(*FOLDERS)}
     assert {"core.domain", "core.app", "store", "ask_api", "the client", "bot",
             "handlers.slack", "handlers.github", "handlers.web"} <= rooms
 
@@ -207,8 +214,14 @@ PLANTED = [
     ("ask_api/planted.py", "from handlers.web import setup"),
     ("ask_api/planted.py", "from bot.connections import BodyTimeout"),
     ("ask_api/planted.py", "import bot.__main__"),
-    ("ask_api/client.py", "from ask_api.views import ask_view"),
-    ("ask_api/client_types.py", "from core.domain import rules"),
+    ("clients/python/aye_client/client.py", "from ask_api.views import ask_view"),
+    ("clients/python/aye_client/errors.py", "from core.domain import rules"),
+    ("clients/python/aye_client/planted.py", "def f():\n    from bot.cli import main"),
+    ("clients/python/aye_client/planted.py", "import sqlalchemy"),
+    ("clients/python/aye_client/planted.py", "from slack_sdk import WebClient"),
+    ("core/domain/planted.py", "from aye_client.verifiers import Verifier"),
+    ("store/planted.py", "from aye_client import connect"),
+    ("handlers/slack/planted.py", "from aye_client import connect"),
 ]
 
 
@@ -229,7 +242,10 @@ def test_what_the_rules_allow_is_allowed() -> None:
         ("handlers/github/planted.py", "from core.app.ports import AskRow\nimport gidgethub"),
         ("handlers/email/planted.py", "from handlers.web.views import card\nimport aiosmtplib"),
         ("ask_api/planted.py", "from core.app.service import Service\nimport aiohttp"),
-        ("ask_api/client.py", "import aiohttp\nfrom ask_api.client_types import Answer"),
+        ("clients/python/aye_client/client.py", "import aiohttp\nfrom aye_client.errors import Answer"),
+        ("clients/python/aye_client/verify.py", "import hmac\nimport jwt\nfrom . import verifiers"),
+        ("ask_api/external.py", "from aye_client.verifiers import Verifier"),
+        ("ask_api/client.py", "from aye_client import *"),
         ("bot/planted.py", "from store.db import Store\nfrom handlers.slack import PLUGIN"),
     ]
     refused = [f"{r}: {found}" for r, s in allowed
@@ -260,7 +276,7 @@ def graph(paths: list[Path], sources_: dict[Path, str] | None = None) -> dict[st
     """Which module of aye each module imports at module level (TYPE_CHECKING included: a
     type-only import is still a dependency), by module name; `from a import b` where `a.b` is
     a module counts as importing `a.b`."""
-    modules = {module_of(p) for p in sources(*PACKAGES)} | {module_of(p) for p in paths}
+    modules = {module_of(p) for p in sources(*FOLDERS)} | {module_of(p) for p in paths}
     edges: dict[str, set[str]] = {}
     for path in paths:
         me = module_of(path)
@@ -312,11 +328,12 @@ def circles(edges: dict[str, set[str]], room: Callable[[str], str]) -> list[list
 
 
 def _room_name(module: str) -> str:
-    return room_of(ROOT / (module.replace(".", "/") + ".py"))[0]
+    root = CLIENT_ROOT if under(module, CLIENT) else ROOT
+    return room_of(root / (module.replace(".", "/") + ".py"))[0]
 
 
 def test_no_circle_of_files_inside_a_room() -> None:
-    found = circles(graph(sources(*PACKAGES)), _room_name)
+    found = circles(graph(sources(*FOLDERS)), _room_name)
     assert not found, "files of one room that import each other in a circle:" + show(
         [" -> ".join(c) for c in found]
     )
@@ -340,7 +357,7 @@ def _lines(path: Path) -> int:
 def test_no_file_is_over_400_lines() -> None:
     found = [
         f"{p.relative_to(ROOT)}: {n} lines"
-        for p in sources(*PACKAGES) if (n := _lines(p)) > MAX_FILE_LINES
+        for p in sources(*FOLDERS) if (n := _lines(p)) > MAX_FILE_LINES
     ]
     assert not found, f"files over {MAX_FILE_LINES} lines:{show(found)}"
 
@@ -351,7 +368,7 @@ REVISIONS = ROOT / "store" / "migrations" / "versions"
 
 def test_no_function_is_over_50_lines() -> None:
     found: list[str] = []
-    for path in sources(*PACKAGES):
+    for path in sources(*FOLDERS):
         if path.is_relative_to(REVISIONS):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))

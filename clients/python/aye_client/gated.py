@@ -1,4 +1,4 @@
-"""`aye.gated(…)` (ask_api.client): run a block or an async function only once this exact
+"""`aye.gated(…)` (aye_client): run a block or an async function only once this exact
 call is approved, and tell aye afterwards what ran: `ran` when it returns, `failed` (with the
 exception's type) when it raises. The approval's signed receipt is kept on the way in."""
 
@@ -13,7 +13,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 import aiohttp
 
-from ask_api.client_types import AyeError
+from aye_client.errors import AyeError
 
 log = logging.getLogger("aye.client")
 P = ParamSpec("P")

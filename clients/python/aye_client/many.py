@@ -1,5 +1,5 @@
 """The client's waits on several asks (`POST /v1/asks/wait`) and its starts (`POST
-/v1/starts`), behind AyeClient.wait_all, wait_any and start (ask_api.client)."""
+/v1/starts`), behind AyeClient.wait_all, wait_any and start (aye_client.client)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ask_api.client_types import StartRefused, loop_time_of, start_refusal
+from aye_client.errors import StartRefused, loop_time_of, start_refusal
 
 MAX_IDS = 100  # the server's limit on one POST /v1/asks/wait
 
 
 class Client(Protocol):
-    """What these need of AyeClient (ask_api.client): its requests and its single wait."""
+    """What these need of AyeClient (aye_client.client): its requests and its single wait."""
 
     async def _request(
         self, method: str, path: str, body: Any = None, until: float | None = None

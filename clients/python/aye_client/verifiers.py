@@ -8,7 +8,9 @@ and a timestamp missing or further than `tolerance` from now is refused. Another
 vendor's header format, e.g. Stripe's `t=…,v1=…`) is one small subclass of Scheme registered in
 SCHEMES. Every comparison is constant-time; nothing here logs.
 
-Pure standard library, so the Python client signs with the same code (ask_api.client).
+Pure standard library, so the Python client signs with the same code (aye_client.verify): it
+lives in the client, a distribution of its own that imports nothing of the server, and the
+server's external door (ask_api/external.py) and config (bot/config.py) import it from here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Signatures on the agent's side (re-exported by ask_api.client).
+"""Signatures on the agent's side (re-exported by aye_client).
 
 `sign_external` signs a payload for an external ask's door the way a verifier expects (for
 whoever writes the outside system's side, and for tests). `verify_callback` checks a callback
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ask_api.verifiers import SCHEMES, Verifier
+from aye_client.verifiers import SCHEMES, Verifier
 
 SIGNATURE_HEADER = "X-Aye-Signature-256"
 DELIVERY_HEADER = "X-Aye-Delivery"

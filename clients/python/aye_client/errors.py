@@ -1,6 +1,6 @@
-"""What the Python client (ask_api.client) raises and returns: its exceptions, the typed value
-of an answer, and how a gate's 403 decision reads as an exception. Import them from
-`ask_api.client`, which re-exports every name here."""
+"""What the Python client (aye_client) raises and returns: its exceptions, the typed value of
+an answer, and how a gate's 403 decision reads as an exception. Import them from `aye_client`,
+which re-exports every name here."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ class AskClosed(AyeError):
     """The question expired or was withdrawn before anyone answered."""
 
 
-# A remembered refusal's 403 says until when in its message (ask_api/views.py, decision_body).
+# A remembered refusal's 403 says until when in its message (the server's ask_api/views.py,
+# decision_body: this client is a distribution of its own, so it reads the text, not the code).
 REMEMBERED_UNTIL = re.compile(r"not asked again until (\d{4}-\d\d-\d\dT[\d:.]+Z)")
 
 
