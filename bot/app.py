@@ -71,7 +71,7 @@ def create_app(
     """The whole process, with the surfaces of `plugins` that the environment turns on."""
     logs.quiet_libraries()
     known = register(plugins)  # the surfaces' kinds, handed down from here
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, settings.listen_url)
     clock = clock or Clock()
     keys = Keyring(store, settings.signing_key_path, settings.public_url, clock.now)
     parts = Parts.build(store, config.defaults, config.gates, clock, people=config.directory(),
@@ -207,7 +207,7 @@ async def _lifecycle(
         log.info(await parts.keys.start())
         if parts.store.is_postgres:
             listener = PgListener(
-                parts.store.url, parts.signals.waiters, parts.stream.poke, parts.store.sent_here,
+                parts.store.listen_url, parts.signals.waiters, parts.stream.poke, parts.store.sent_here,
             )
             await listener.start()
             stack.push_async_callback(listener.close)
@@ -315,7 +315,7 @@ def serve() -> int:
     token_path = token_file_path(settings.database_url)
     try:
         operator, agent = settle_tokens(token_path, settings.database_url, settings.operator_token,
-                                        settings.agent_token, need_agent=not config.agents)
+                                        settings.agent_token, not config.agents, settings.listen_url)
     except (TokenFileError, StoreError) as exc:
         return _fail(str(exc))
     shared = [a.name for a in config.agents if a.token() == operator]

@@ -243,7 +243,8 @@ def cmd_migrate() -> int:
     # says what it did, so the store's own info lines stay quiet.
     logs.setup(level=logging.WARNING, fmt=logs.requested_format(os.environ))
     try:
-        store = Store(Settings.from_env().database_url)
+        settings = Settings.from_env()
+        store = Store(settings.database_url, settings.listen_url)
         revision = asyncio.run(_migrate(store))
     except (SettingsError, StoreError) as exc:
         logs.say(str(exc), level=logging.ERROR, stream=sys.stderr)

@@ -42,9 +42,10 @@ def cmd_verify(head_file: str | None = None) -> int:
     from store.db import Store, StoreError
 
     try:
-        url = Settings.from_env().database_url
+        settings = Settings.from_env()
+        url = settings.database_url
         missing = _no_store(url)
-        store = None if missing else Store(url)
+        store = None if missing else Store(url, settings.listen_url)
     except (SettingsError, StoreError) as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,6 +9,9 @@ SERVE_ENV = """environment (a .env file in the working folder is read too; the r
   AYE_CONFIG            the TOML config file (default ./aye.toml; a named file must exist)
   AYE_DATABASE_URL      sqlite+aiosqlite:///./aye.db (default, or sqlite:///…) or
                         postgresql+asyncpg://… (or postgresql://…, postgres://…)
+  AYE_LISTEN_URL        a direct PostgreSQL URL (same forms) used only for LISTEN: required
+                        when AYE_DATABASE_URL is a transaction pooler such as PgBouncer
+                        (default: AYE_DATABASE_URL)
   AYE_HOST, AYE_PORT    where to listen (default 127.0.0.1, 8080); the CLI finds aye there
                         too, unless AYE_URL says where
   AYE_URL               where the CLI, aye tui and aye mcp find aye

@@ -20,7 +20,7 @@ def cmd_rotate() -> int:
 
     try:
         settings = Settings.from_env()
-        store = Store(settings.database_url)
+        store = Store(settings.database_url, settings.listen_url)
     except (SettingsError, StoreError) as exc:
         print(f"aye: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store.database_url import UnsupportedUrl, canonical
+from store.database_url import POSTGRES, UnsupportedUrl, canonical
 from store.urls import DEFAULT_URL
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", "8080"
@@ -43,6 +43,9 @@ class Settings:
     signing_key_path: str | None = None
     # How often a signed head of the audit chain goes to the log (AYE_AUDIT_HEAD_EVERY).
     audit_head_every: float = 3600.0  # AUDIT_HEAD_EVERY_S
+    # A direct PostgreSQL URL for LISTEN alone (AYE_LISTEN_URL), where database_url is a
+    # transaction pooler; None: LISTEN on database_url.
+    listen_url: str | None = None
     # Everything the process was given, for the surfaces: it holds secrets, so never shown.
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
@@ -72,6 +75,7 @@ class Settings:
             config_path=Path(get("AYE_CONFIG") or "./aye.toml"),
             config_named=get("AYE_CONFIG") is not None,
             database_url=store_url(env),
+            listen_url=listen_store_url(env),
             host=get("AYE_HOST") or DEFAULT_HOST,
             port=listen_port(env),
             operator_token=get("AYE_OPERATOR_TOKEN"),
@@ -124,6 +128,22 @@ def store_url(env: Mapping[str, str]) -> str:
         return canonical(DEFAULT_URL if given is None else given)
     except UnsupportedUrl as exc:
         raise SettingsError(f"AYE_DATABASE_URL: {exc}") from None
+
+
+def listen_store_url(env: Mapping[str, str]) -> str | None:
+    """AYE_LISTEN_URL, in the form the store opens, when set: PostgreSQL only, and only with a
+    PostgreSQL AYE_DATABASE_URL (a listen URL beside SQLite is a mistake worth a line)."""
+    given = env.get("AYE_LISTEN_URL", "").strip()
+    if not given:
+        return None
+    try:
+        url = canonical(given)
+    except UnsupportedUrl as exc:
+        raise SettingsError(f"AYE_LISTEN_URL: {exc}") from None
+    if not url.startswith(POSTGRES) or not store_url(env).startswith(POSTGRES):
+        raise SettingsError("AYE_LISTEN_URL: a PostgreSQL URL (postgresql+asyncpg://…, "
+                            "postgresql://…, postgres://…), beside a PostgreSQL AYE_DATABASE_URL")
+    return url
 
 
 def listen_port(env: Mapping[str, str]) -> int:

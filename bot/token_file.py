@@ -29,13 +29,15 @@ class TokensElsewhere(TokenFileError):
 
 
 def settle_tokens(
-    path: Path, database_url: str, operator: str | None, agent: str | None, need_agent: bool
+    path: Path, database_url: str, operator: str | None, agent: str | None, need_agent: bool,
+    listen_url: str | None = None,
 ) -> tuple[str, str | None]:
     """ensure_tokens, checked against the store at `database_url`; TokenFileError (or the
     store's StoreError) with one line when they cannot be settled."""
     try:
         return ensure_tokens(path, operator, agent, need_agent,
-                             keep=lambda mine: asyncio.run(keep_in_store(database_url, mine)))
+                             keep=lambda mine: asyncio.run(
+                                 keep_in_store(database_url, mine, listen_url)))
     except OSError as exc:
         raise TokenFileError(f"cannot write the token file {path}: {exc.strerror}") from None
 
@@ -106,14 +108,16 @@ def _folder_turn(folder: Path) -> Iterator[None]:
         os.close(fd)  # the lock goes with the descriptor
 
 
-async def keep_in_store(database_url: str, tokens: dict[str, str]) -> set[str]:
+async def keep_in_store(
+    database_url: str, tokens: dict[str, str], listen_url: str | None = None
+) -> set[str]:
     """core.app.tokens.keep_generated on the store at `database_url` (opened, and migrated, for
-    it): StoreError when it cannot be used."""
+    it; `listen_url` given says it may be a transaction pooler): StoreError when it cannot be used."""
     # Here: the CLI reads the token file without loading the store's libraries.
     from core.app.tokens import keep_generated
     from store.db import Store
 
-    store = Store(database_url)
+    store = Store(database_url, listen_url)
     try:
         await store.open()
         return await keep_generated(store, tokens)

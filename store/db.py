@@ -114,14 +114,27 @@ def _sqlite_engine(url: str, begin: str, connections: int) -> Engine:
     return engine
 
 
-def _postgres_engine(url: str) -> AsyncEngine:
+def _unnamed() -> str:
+    """asyncpg's name for a statement SQLAlchemy prepares: "", the unnamed statement, which the
+    next statement on the connection replaces (never one left on a pooled server connection)."""
+    return ""
+
+
+def _postgres_engine(url: str, pooled: bool) -> AsyncEngine:
     # libpq's `sslmode` (what people's URLs carry) is asyncpg's `ssl`: SQLAlchemy passes the
     # URL's query to asyncpg's connect() as arguments, and it takes no `sslmode`.
     parsed = make_url(url)
-    query, connect_args = dict(parsed.query), {}
+    query, connect_args = dict(parsed.query), dict[str, Any]()
     mode = query.pop("sslmode", None)
     if isinstance(mode, str):
         connect_args["ssl"] = mode
+    if pooled:
+        # Behind a transaction pooler (PgBouncer) a server connection is ours for one
+        # transaction only: a named statement prepared in one would be missing, or another
+        # client's, in the next. No cache of prepared statements (SQLAlchemy's nor asyncpg's),
+        # and unnamed ones, prepared and run inside the same transaction (Store.read).
+        connect_args.update(statement_cache_size=0, prepared_statement_cache_size=0,
+                            prepared_statement_name_func=_unnamed)
     return create_async_engine(
         parsed.set(query=query), pool_size=10, max_overflow=20, pool_timeout=POOL_TIMEOUT_S,
         connect_args=connect_args,
@@ -148,6 +161,19 @@ class SyncConnection:
 Conn = AsyncConnection | SyncConnection
 
 
+def _readable(name: str, url: str) -> str:
+    """`url` in the form the store opens it with; StoreError naming the variable otherwise."""
+    try:
+        url = canonical(url)
+        make_url(url)
+    except (UnsupportedUrl, ArgumentError, ValueError) as exc:
+        # ArgumentError: a URL SQLAlchemy cannot read (`postgresql://h:port/`); the URL
+        # itself is never repeated: it may hold a password.
+        said = str(exc) if isinstance(exc, UnsupportedUrl) else f"not a database URL: use {FORMS}"
+        raise StoreError(f"{name}: {said}") from None
+    return url
+
+
 class Store:
     """Owns the engines. `write()` and `read()` hand out transactions.
 
@@ -157,15 +183,14 @@ class Store:
     On PostgreSQL both are one async engine.
     """
 
-    def __init__(self, url: str) -> None:
-        try:
-            self.url = url = canonical(url)
-            drivername = make_url(url).drivername
-        except (UnsupportedUrl, ArgumentError, ValueError) as exc:
-            # ArgumentError: a URL SQLAlchemy cannot read (`postgresql://h:port/`); the URL
-            # itself is never repeated: it may hold a password.
-            said = str(exc) if isinstance(exc, UnsupportedUrl) else f"not a database URL: use {FORMS}"
-            raise StoreError(f"AYE_DATABASE_URL: {said}") from None
+    def __init__(self, url: str, listen_url: str | None = None) -> None:
+        self.url = url = _readable("AYE_DATABASE_URL", url)
+        drivername = make_url(url).drivername
+        # LISTEN's own URL (AYE_LISTEN_URL), direct to PostgreSQL where `url` is a transaction
+        # pooler, which cannot carry a LISTEN. aye cannot tell a pooler from a server: being
+        # given one is what says `url` may be a pooler, so every transaction is made safe for one.
+        self.pooled = listen_url is not None
+        self.listen_url = url if listen_url is None else _readable("AYE_LISTEN_URL", listen_url)
         self.is_sqlite = drivername == SQLITE
         self.is_postgres = drivername == POSTGRES
         self._sqlite_writer: Engine | None = None
@@ -179,15 +204,21 @@ class Store:
             self._sqlite_writer = _sqlite_engine(url, "BEGIN IMMEDIATE", 1)
             self._sqlite_reader = _sqlite_engine(url, "BEGIN", 4)
         else:
-            self.engine = _postgres_engine(url)
+            self.engine = _postgres_engine(url, self.pooled)
             # Reads outside a transaction: the asyncpg dialect otherwise wraps each in BEGIN and
             # ROLLBACK, two more round trips (a third of a wake's on PostgreSQL, bench/). Under
             # READ COMMITTED each statement had its own snapshot already: nothing is lost.
-            self._reader = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            # Not behind a pooler: a statement's prepare and its run are two round trips, which
+            # outside a transaction may reach two server connections.
+            self._reader = (self.engine if self.pooled
+                            else self.engine.execution_options(isolation_level="AUTOCOMMIT"))
             # This process's own connections, by their backend's pid: the listener knows its
             # own NOTIFYs by them (bot/listener.py). Weak: a connection the pool dropped goes.
+            # Behind a pooler the pid a connection is told is the pooler's, not a backend's: no
+            # NOTIFY is then taken for this process's own (an echo costs a re-read, never a wake).
             self._backends: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-            event.listen(self.engine.sync_engine, "connect", self._connected)
+            if not self.pooled:
+                event.listen(self.engine.sync_engine, "connect", self._connected)
 
     def _connected(self, dbapi_conn: Any, _record: Any) -> None:
         driver = dbapi_conn.driver_connection  # asyncpg's Connection
