@@ -329,12 +329,11 @@ def serve() -> int:
         return _fail(str(exc))
 
     def banner(port: int) -> list[str]:
-        # The README's commands use $AYE_URL: this line, pasted in another terminal, points
-        # them (the CLI and curl) at the port actually bound, whatever AYE_PORT says.
+        # Pasted in another terminal, the export line points the CLI, curl and the README's
+        # examples ($AYE_URL) at the port bound, whatever AYE_PORT says.
         lines = [f"listening on http://{settings.host}:{port}",
-                 f"in another terminal: export AYE_URL={reach(settings.host, port)}",
-                 f"store {store_line}"]
-        lines += where(settings, port) + surface_lines
+                 f"in another terminal: export AYE_URL={reach(settings.host, port)}"]
+        lines += [f"store {store_line}", *where(settings, port), *surface_lines]
         if settings.operator_token is None or (not config.agents and settings.agent_token is None):
             lines.append(f"generated tokens are kept in {token_path.resolve()}")
         if config.agents:
