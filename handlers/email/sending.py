@@ -12,7 +12,7 @@ from email.message import EmailMessage
 
 import aiosmtplib
 
-from handlers.email.plugin import SmtpServer
+from handlers.email.settings import SmtpServer
 
 # Connections to the relay at once, from this process.
 SENDS_AT_ONCE = 4

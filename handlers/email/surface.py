@@ -32,8 +32,8 @@ from core.domain.kinds import EMAIL_KIND
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from handlers.email import message, page
-from handlers.email.plugin import SURFACE, EmailSettings
 from handlers.email.sending import Outcome, Sender
+from handlers.email.settings import SURFACE, EmailSettings
 
 log = logging.getLogger("aye.email")
 

@@ -15,7 +15,7 @@ from core.domain.types import AlreadySeen, FollowUp, Seen
 
 from .facts import Written
 from .parsing import Command, parse_command, reaction_for
-from .plugin import SURFACE
+from .settings import SURFACE
 
 log = logging.getLogger("aye.github")
 

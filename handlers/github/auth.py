@@ -18,7 +18,7 @@ from gidgethub.aiohttp import GitHubAPI
 from core.app.ports import Clock
 from core.domain.logline import emit
 
-from .plugin import GitHubSettings
+from .settings import GitHubSettings
 
 log = logging.getLogger("aye.github")
 

@@ -21,7 +21,7 @@ from core.app.ports import AuthorUnknown, Clock, KindUnknown
 from core.domain.logline import emit
 
 from .auth import GitHubAuth, NotInstalled
-from .plugin import LOGIN, SURFACE
+from .settings import LOGIN, SURFACE
 
 log = logging.getLogger("aye.github")
 

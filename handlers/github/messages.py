@@ -11,7 +11,7 @@ from core.domain.responders import Responder
 from core.domain.visible import HIDDEN_WARNING, approval_hides
 
 from . import cut, guide, inert, starts
-from .plugin import LOGIN
+from .settings import LOGIN
 
 MARKER = "<!-- aye:ask:{id} -->"
 GITHUB = "github"

@@ -37,7 +37,7 @@ from .facts import Written
 from .faults import disposition
 from .messages import closed_comment, marker, question_comment, shown_here
 from .parsing import reaction_for
-from .plugin import SURFACE, GitHubSection, GitHubSettings
+from .settings import SURFACE, GitHubSection, GitHubSettings
 from .webhook import WEBHOOK_PATH, Webhook
 
 log = logging.getLogger("aye.github")

@@ -30,7 +30,7 @@ from handlers.slack.answering import (
     tell,
     where_pressed,
 )
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 
 OPTION_PRESS = re.compile(rf"^{buttons.OPTION_ACTION}\d+$")
 WORD_PRESS = re.compile(rf"^{buttons.WORD_ACTION}[a-z]+$")

@@ -24,7 +24,7 @@ from core.domain.answering import Attempt
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from handlers.slack import replies
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 
 log = logging.getLogger("aye.slack")
 

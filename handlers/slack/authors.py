@@ -16,8 +16,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core.app.ports import AuthorUnknown
 from core.domain.logline import emit
 from handlers.slack.errors import slack_error
-from handlers.slack.plugin import SURFACE
 from handlers.slack.posts import work_thread
+from handlers.slack.settings import SURFACE
 
 log = logging.getLogger("aye.slack")
 

@@ -25,7 +25,7 @@ from handlers.slack.answering import Where
 from handlers.slack.buttons import DEFAULT_INBOX
 from handlers.slack.errors import slack_error
 from handlers.slack.pacing import Turn
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 
 log = logging.getLogger("aye.slack")
 

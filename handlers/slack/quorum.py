@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.app.ports import AskRow
 from core.domain import rules
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 from handlers.slack.text import people, person
 
 # A bare `slack` responder mentions nobody in a reminder: anyone in the thread may answer.

@@ -15,7 +15,7 @@ from core.domain import ask as domain_ask
 from core.domain import rules
 from core.domain.ask import is_start as is_start  # the surfaces ask it of this module
 from handlers.slack import media, quorum
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 from handlers.slack.text import cut_escaped, fit, person, slack_date
 
 # Each part's room once escaped: the section holding them takes 3,000 characters.

@@ -38,8 +38,8 @@ from handlers.slack.answering import ASKS, TEAMS
 from handlers.slack.authors import ThreadAuthors
 from handlers.slack.errors import retry_after, slack_error
 from handlers.slack.library_logs import library_logger, received
-from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
 from handlers.slack.posts import Posts, work_thread
+from handlers.slack.settings import SURFACE, SlackSection, SlackSettings
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -35,7 +35,7 @@ from handlers.slack.answering import (
     tell,
     where_posted,
 )
-from handlers.slack.plugin import SURFACE
+from handlers.slack.settings import SURFACE
 from handlers.slack.text import clip
 
 log = logging.getLogger("aye.slack")

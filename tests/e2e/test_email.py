@@ -16,7 +16,7 @@ import pytest
 from bot.config import AyeConfig, Config
 from core.app.timing import ManualClock
 from core.domain.responders import Responder
-from handlers.email.plugin import SURFACE
+from handlers.email.settings import SURFACE
 from tests.conftest import AGENT_HEADERS, OPERATOR_HEADERS, Aye, StartAye, eventually
 from tests.e2e.test_gates import RecordingSurface
 from tests.smtp_server import MAIL_FROM, PUBLIC_URL, Received, SmtpServer, email_env, smtp_server

@@ -17,7 +17,7 @@ from bot.config import Config
 from core.app.ports import SurfaceConfigError
 from core.app.timing import ManualClock
 from handlers.github.auth import GitHubAuth, NotInstalled
-from handlers.github.plugin import read_settings
+from handlers.github.settings import read_settings
 from tests.conftest import settings_for
 from tests.fake_github import FakeGitHub
 

@@ -14,7 +14,7 @@ import pytest
 
 from bot.config import Config, ConfigError, load_config
 from handlers.slack import replies
-from handlers.slack.plugin import SlackSection
+from handlers.slack.settings import SlackSection
 from tests.conftest import Aye, StartAye, eventually
 from tests.e2e.test_slack_surface import (
     DEFAULT_CHANNEL,

@@ -30,7 +30,7 @@ from core.domain.responders import OPERATOR
 from core.domain.types import AgentInfo, NewAsk
 from handlers.slack import actions, blocks, buttons, modals, replies, views
 from handlers.slack.answering import ASKS, TEAMS
-from handlers.slack.plugin import SURFACE, SlackSection, SlackSettings
+from handlers.slack.settings import SURFACE, SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface
 from store.db import Store
 from store.models import AskRow

@@ -7,7 +7,7 @@ import pytest
 
 from core.app.ports import SurfaceConfigError
 from handlers.email.message import subject
-from handlers.email.plugin import describe, read_settings, smtp_server
+from handlers.email.settings import describe, read_settings, smtp_server
 from tests.builders import approval, question
 
 ON = {"AYE_SMTP_URL": "smtp://relay.example.com", "AYE_MAIL_FROM": "aye <aye@example.com>",

@@ -13,7 +13,7 @@ from core.app.service import Service
 from core.domain import rules
 from core.domain.responders import Responder
 from handlers.slack import blocks, buttons, modals, replies, submitted, text
-from handlers.slack.plugin import SlackSection, SlackSettings
+from handlers.slack.settings import SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface, retry_after
 from store.models import AskRow
 from tests import builders

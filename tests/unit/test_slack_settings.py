@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.app.ports import SurfaceConfigError
-from handlers.slack.plugin import read_settings
+from handlers.slack.settings import read_settings
 
 
 def test_both_tokens_of_the_right_kinds_turn_slack_on() -> None:
