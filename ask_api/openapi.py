@@ -3,7 +3,7 @@
 Its schemas are generated from the pydantic models that validate the requests
 (ask_api/schemas.py, with `work` made of the registered surfaces' variants) and from those that
 describe the responses (ask_api/responses.py); nothing here restates a field. The query
-parameters are built from the bounds the routes enforce (ask_api/routes.py). The document is
+parameters are built from the bounds the routes enforce (ask_api/bounds.py). The document is
 built on its first request and kept for the life of the app.
 """
 
@@ -11,98 +11,42 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Mapping
-from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ask_api import bounds
 from ask_api import responses as shown
+from ask_api.openapi_audit import audit_paths
+from ask_api.openapi_parts import (
+    BODY,
+    COMMON,
+    JSON,
+    KEYS,
+    LIMITED,
+    NOT_FOUND,
+    OPENAPI,
+    PATH,
+    REF,
+    WHOAMI,
+    body,
+    either_ask,
+    error_schema,
+    errors,
+    json_content,
+    ok,
+    operation,
+    ref,
+)
 from ask_api.schemas import AnswerBody, Bodies, OutcomeBody, WaitBody
 from core.app.service import EVENT_NAMES
 from core.domain import rules
 
-OPENAPI = "3.1.0"
-PATH = "/v1/openapi.json"
-WHOAMI = "/v1/whoami"  # ask_api/whoami.py
-AUDIT = "/v1/audit"  # ask_api/audit.py
-AUDIT_HEAD = "/v1/audit/head"  # ask_api/audit.py: no token
-KEYS = "/v1/keys"  # ask_api/routes.py: no token
-REF = "#/components/schemas/{model}"
-JSON = "application/json"
-# Errors that say when to come back (a Retry-After header, in seconds).
-RETRY_CODES = frozenset({"busy", "too_many_open_asks", "rate_limited"})
-Codes = Mapping[int, tuple[str, ...]]  # each status, and the `error` codes it carries
-COMMON: Codes = {401: ("unauthorized",), 503: ("busy",)}
-# Every route that reads a JSON body can refuse it these ways.
-BODY: Codes = {
-    400: ("malformed_body",), 408: ("body_timeout",), 413: ("body_too_large",),
-    422: ("invalid_field",),
-}
-LIMITED = ("too_many_open_asks", "rate_limited")
-NOT_FOUND: Codes = {404: ("not_found",)}
-
-
-def ref(name: str) -> dict[str, str]:
-    return {"$ref": REF.format(model=name)}
-
-
-def json_content(schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"content": {JSON: {"schema": schema, **extra}}}
-
-
-def error_schema(codes: tuple[str, ...]) -> dict[str, Any]:
-    """The error body, with `error` one of `codes`."""
-    return {"allOf": [ref("Error"), {"properties": {"error": {"enum": list(codes)}}}]}
-
-
-def errors(codes: Codes) -> dict[str, Any]:
-    """The error responses: for each status, the `error` codes it carries."""
-    out: dict[str, Any] = {}
-    for status, names in sorted(codes.items()):
-        said = ", ".join(f"`{name}`" for name in names)
-        response: dict[str, Any] = {
-            "description": f"{HTTPStatus(status).phrase}: {said}",
-            **json_content(error_schema(names)),
-        }
-        if RETRY_CODES.intersection(names):
-            response["headers"] = {"Retry-After": {
-                "description": "seconds to wait before trying again",
-                "required": RETRY_CODES.issuperset(names),
-                "schema": {"type": "integer", "minimum": 1},
-            }}
-        out[str(status)] = response
-    return out
-
-
-def ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"200": {"description": description, **json_content(schema)}}
-
-
-def either_ask() -> dict[str, Any]:
-    """The ask in the caller's view: an agent's (its own), or the operator's (any)."""
-    return {"anyOf": [ref("AgentAsk"), ref("OperatorAsk")]}
-
-
-def body(model: str, examples: dict[str, Any]) -> dict[str, Any]:
-    named = {name: {"value": value} for name, value in examples.items()}
-    return {"required": True, **json_content(ref(model), examples=named)}
-
-
-def operation(
-    op_id: str, summary: str, description: str, responses: dict[str, Any], **more: Any
-) -> dict[str, Any]:
-    return {"operationId": op_id, "summary": summary, "description": description,
-            "responses": responses, **more}
-
 
 def parameters() -> dict[str, dict[str, Any]]:
     """The query and path parameters, bounded as the routes check them."""
-    # Imported here: routes.py imports this module to serve the document.
-    from ask_api import routes
-
     def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
         return {"name": name, "in": "query", "required": False, "schema": schema,
                 "description": description}
@@ -113,13 +57,13 @@ def parameters() -> dict[str, dict[str, Any]]:
                "schema": {"type": "string", "minLength": 1},
                "description": "the ask's id or its ref (`q7`, any case)"},
         "timeout": query("timeout", {"type": "integer", "minimum": 0,
-                                     "maximum": routes.MAX_WAIT_S,
-                                     "default": routes.DEFAULT_WAIT_S},
+                                     "maximum": bounds.MAX_WAIT_S,
+                                     "default": bounds.DEFAULT_WAIT_S},
                          f"seconds to park at most; {digits}"),
         "status": query("status", {"type": "string", "enum": ["", *rules.STATUSES]},
                         "only asks of this status; absent or empty: every status"),
-        "limit": query("limit", {"type": "integer", "minimum": 1, "maximum": routes.MAX_LIMIT,
-                                 "default": routes.DEFAULT_LIMIT}, f"asks a page; {digits}"),
+        "limit": query("limit", {"type": "integer", "minimum": 1, "maximum": bounds.MAX_LIMIT,
+                                 "default": bounds.DEFAULT_LIMIT}, f"asks a page; {digits}"),
         "cursor": query("cursor", {"type": "string", "pattern": "^[0-9]*$", "maxLength": 20},
                         "the previous page's `next_cursor`; absent or empty: the first page"),
         "last_event_id": query("last_event_id", {"type": "string"},
@@ -239,7 +183,6 @@ def decisions(op_id: str, summary: str, model: str, refusals: str, examples: dic
 
 def stream_paths(p: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """`/v1/events` (Server-Sent Events), this document, and the audit chain's routes."""
-    from ask_api.audit import audit_paths  # the routes' own module, which imports this one
     event = {
         "type": "object", "required": ["id", "event", "data"],
         "properties": {

@@ -8,11 +8,13 @@ from typing import Any
 
 from aiohttp import web
 
+from ask_api.bounds import DEFAULT_LIMIT, DEFAULT_WAIT_S, MAX_LIMIT, MAX_WAIT_S
 from ask_api.creating import create, new_ask
 from ask_api.delivery import send_whole
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
-from ask_api.openapi import AUDIT_HEAD, OpenApi
+from ask_api.openapi import OpenApi
+from ask_api.openapi_parts import AUDIT_HEAD
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,
@@ -33,10 +35,6 @@ from core.domain.responders import OPERATOR
 
 log = logging.getLogger("aye.api")
 
-MAX_WAIT_S = 300
-DEFAULT_WAIT_S = 30
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 MAX_SEQ = 2**63 - 1  # asks are numbered in a 64-bit column
 CALLER = web.RequestKey("caller", Caller)
 BY_SESSION = web.RequestKey("by_session", bool)  # the caller is the inbox's session, not a token

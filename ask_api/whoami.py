@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ask_api.openapi import WHOAMI as PATH
+from ask_api.openapi_parts import WHOAMI as PATH
 from ask_api.routes import CALLER
 
 OPERATOR, AGENT = "operator", "agent"

@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from jsonschema import Draft202012Validator, FormatChecker
 
-from ask_api.openapi import REF
+from ask_api.openapi_parts import REF
 from ask_api.schemas import AnswerBody, WaitBody, bodies
 from ask_api.tokens import TokenBook
 from bot.config import Config
