@@ -33,6 +33,10 @@ TOO_MANY = "Too many failed sign-ins from this address. Wait a minute, then try 
 MAX_SEARCH = 200
 PLAIN_INTEGER = re.compile(r"[0-9]{1,19}")
 KEPT_OUT = ("csrf", "back", "confirmed")  # a form's own fields, never shown again as typed
+# Refusals after which the page has nothing to give back (not theirs to answer: it shows no
+# controls; a step-up: sign in first): these redirect with the flash. After any other, the page
+# comes back at once with what was typed.
+NO_RETYPE = (NOT_A_RESPONDER, SIGN_IN_REQUIRED)
 
 
 class Inbox:
@@ -221,7 +225,7 @@ class Inbox:
             return self._confirm_page(request, ask, posted, back)
         else:
             flash, now = await self._answer(request, ask, posted)
-            if not flash.ok and flash.reason != SIGN_IN_REQUIRED and now.status == rules.OPEN:
+            if not flash.ok and flash.reason not in NO_RETYPE and now.status == rules.OPEN:
                 return await self._refused_page(request, now, posted, flash)
         if flash.reason == SIGN_IN_REQUIRED:  # step-up: sign in again, and back to the ask
             again = _url(LOGIN, {"next": f"/inbox/{rules.ref(ask) if ask else ''}", "again": "1"})
