@@ -20,7 +20,6 @@ from tests.e2e.test_process import (
     Server,
     base_env,
     bound_port,
-    free_port,
     stop,
 )
 
@@ -49,15 +48,15 @@ async def open_asks(api: Api, token: str, kind: str) -> list[dict[str, Any]]:
 
 async def test_the_readme_client_example_runs_as_printed_with_its_config(tmp_path: Path) -> None:
     config, code = readme_client_example()
-    port = free_port()
-    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT=str(port))
+    env = base_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", AYE_PORT="0")
     (tmp_path / "aye.toml").write_text(config)  # base_env's AYE_CONFIG names this file
     log = tmp_path / "serve.log"
     with log.open("wb") as out:  # generated tokens, as the README's first command
         proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
                                 stdout=out, stderr=subprocess.STDOUT)
-    server = Server(proc, f"http://127.0.0.1:{port}", log)
+    server = Server(proc, "", log)
     try:
+        server.url = f"http://127.0.0.1:{await bound_port(server, time.monotonic() + START_S)}"
         async with aiohttp.ClientSession() as session:
             api = Api(session, server.url)
             for _ in range(500):
@@ -69,10 +68,10 @@ async def test_the_readme_client_example_runs_as_printed_with_its_config(tmp_pat
                         pass
                 await asyncio.sleep(0.02)
             operator = json.loads((tmp_path / "aye-tokens.json").read_text())["operator"]
-            (tmp_path / "example.py").write_text(code.replace("8080", str(port)))
+            (tmp_path / "example.py").write_text(code)  # as printed: it reads AYE_URL
             example = await asyncio.create_subprocess_exec(
                 sys.executable, "example.py", cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=base_env(tmp_path, "unused", AYE_URL=server.url),
             )
             ref = (await open_asks(api, operator, "question"))[0]["ref"]
             assert (await api.call("POST", f"/v1/asks/{ref}/answer", token=operator,
@@ -149,15 +148,13 @@ async def test_the_readme_external_answers_example_runs_as_printed(tmp_path: Pat
     from tests.e2e.test_process import start_server
 
     config, code = readme_external_example()
-    port = free_port()
     secrets = {"AYE_TOKEN_SIGNER": "signer-token", "AYE_DOCSIGN_SECRET": "docsign-secret",
                "AYE_PUBLIC_URL": "https://aye.example.com"}
     (tmp_path / "aye.toml").write_text(config)
-    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", port=port,
-                                **secrets)
+    server = await start_server(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/aye.db", **secrets)
     try:
-        (tmp_path / "example.py").write_text(code.replace("8080", str(port)))
-        env = {**base_env(tmp_path, "unused"), **secrets}
+        (tmp_path / "example.py").write_text(code)  # as printed: it reads AYE_URL
+        env = {**base_env(tmp_path, "unused", AYE_URL=server.url), **secrets}
         example = await asyncio.create_subprocess_exec(
             sys.executable, "example.py", cwd=tmp_path, env=env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -199,12 +196,14 @@ async def test_the_readme_mcp_json_snippet_works_from_a_client_in_another_folder
                    env={"PATH": "/usr/bin:/bin", "PWD": str(clone)})
     server_def = json.loads((clone / ".mcp.json").read_text())["mcpServers"]["aye"]
     assert server_def["command"] == f"{clone}/.venv/bin/aye" and server_def["args"] == ["mcp"]
-    port = free_port()
-    env = base_env(clone, server_def["env"]["AYE_DATABASE_URL"], AYE_PORT=str(port))
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=clone, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    server = Server(proc, f"http://127.0.0.1:{port}", clone / "serve.log")
+    env = base_env(clone, server_def["env"]["AYE_DATABASE_URL"], AYE_PORT="0")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=clone, env=env,
+                                stdout=out, stderr=subprocess.STDOUT)
+    server = Server(proc, "", log)
     try:
+        server.url = f"http://127.0.0.1:{await bound_port(server, time.monotonic() + START_S)}"
         async with aiohttp.ClientSession() as session:
             api = Api(session, server.url)
             for _ in range(500):  # up, with its generated tokens written
