@@ -19,7 +19,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 import store.models  # noqa: F401  (the tables; store/__init__.py configures their mappers)
+from store import migrate  # Alembic itself is imported by migrate's functions, when run
 from store.database_url import FORMS, POSTGRES, SQLITE, UnsupportedUrl, canonical
+from store.errors import StoreError as StoreError  # where the store's callers import it
 from store.urls import sqlite_path
 
 log = logging.getLogger("aye.store")
@@ -33,10 +35,6 @@ OWNER_POLL_S = 0.05
 
 class Duplicate(Exception):
     """An insert met a unique index (the caller's transaction is then over)."""
-
-
-class StoreError(Exception):
-    """The store cannot be used as configured; the message is for the operator."""
 
 
 def _reason(exc: BaseException) -> str:
@@ -259,10 +257,6 @@ class Store:
         Raises StoreError, one line for the operator, for anything that stops the store from
         being used: unreachable, refused, a schema newer than this code, a failed migration.
         """
-        # Imported here: store.migrate imports this module (and Alembic, which the CLI's HTTP
-        # commands never need).
-        from store import migrate
-
         path = sqlite_path(self.url)
         if path is not None:
             if not path.exists():

@@ -18,13 +18,14 @@ import asyncio
 import logging
 import re
 import weakref
+from contextlib import AbstractAsyncContextManager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, inspect, text
 
-from store.db import Store, StoreError
+from store.errors import StoreError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -179,7 +180,13 @@ def _made_by_0_1_0(conn: Connection) -> bool:
     return True
 
 
-async def revision(store: Store) -> str | None:
+class Reads(Protocol):
+    """What `revision` needs of a store (store/db.py's Store, which imports this module)."""
+
+    def read(self) -> AbstractAsyncContextManager[Any]: ...
+
+
+async def revision(store: Reads) -> str | None:
     """The store's revision now (after `store.open()`, the head)."""
     async with store.read() as conn:
         found: str | None = await conn.run_sync(current)
