@@ -27,6 +27,7 @@ from tests.e2e.test_process import (
     Server,
     base_env,
     free_port,
+    nothing_listening,
     servers,
     start_server,
     store_url,
@@ -167,23 +168,24 @@ async def test_aye_mcp_started_before_aye_checks_the_token_once_aye_is_up(
 async def test_aye_port_alone_finds_the_server_started_with_it(
     tmp_path: Path, sqlite_url: str, servers: list[Server], session: aiohttp.ClientSession
 ) -> None:
-    port = free_port()
-    server = await start_server(tmp_path, sqlite_url, port=port)
+    server = await start_server(tmp_path, sqlite_url)
     servers.append(server)
+    port = server.url.rpartition(":")[2]  # the port it said it bound
     _, ask = await Api(session, server.url).call("POST", "/v1/asks", json={"question": "Found?"})
-    listed = cli(tmp_path, "asks", AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP)
+    listed = cli(tmp_path, "asks", AYE_PORT=port, AYE_OPERATOR_TOKEN=OP)
     assert listed.returncode == 0, listed.stderr
     assert ask["ref"] in listed.stdout
-    listed = cli(tmp_path, "asks", AYE_HOST="0.0.0.0", AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP)
+    listed = cli(tmp_path, "asks", AYE_HOST="0.0.0.0", AYE_PORT=port, AYE_OPERATOR_TOKEN=OP)
     assert listed.returncode == 0, listed.stderr  # aye serve on every address: reached locally
-    async with Client(mcp_params(tmp_path, AGENT, AYE_PORT=str(port))) as client:
+    async with Client(mcp_params(tmp_path, AGENT, AYE_PORT=port)) as client:
         made = result(await client.call_tool("ask", {"question": "Over MCP?", "wait_s": 0}))
     assert made["status"] == "open"
 
 
 def test_an_unreachable_server_names_aye_url_and_exits_3(tmp_path: Path) -> None:
-    port = free_port()
-    done = cli(tmp_path, "asks", AYE_PORT=str(port), AYE_OPERATOR_TOKEN=OP)
+    with nothing_listening() as refused:
+        port = refused.rpartition(":")[2]
+        done = cli(tmp_path, "asks", AYE_PORT=port, AYE_OPERATOR_TOKEN=OP)
     assert done.returncode == 3
     line = one_line(done)
     assert f"http://127.0.0.1:{port}" in line and "AYE_URL" in line, line

@@ -22,7 +22,15 @@ from mcp import Client, StdioServerParameters
 from bot.cli import parser
 from tests.conftest import eventually
 from tests.e2e.test_mcp_http import Progress, error, result
-from tests.e2e.test_process import AGENT, OP, Server, base_env, free_port, start_server, stop
+from tests.e2e.test_process import (
+    AGENT,
+    OP,
+    Server,
+    base_env,
+    nothing_listening,
+    start_server,
+    stop,
+)
 
 GATES = """
 [defaults]
@@ -203,8 +211,9 @@ async def test_a_wrong_token_is_unauthorized_on_every_call(tmp_path: Path, serve
 
 
 async def test_an_aye_that_cannot_be_reached_is_said_so(tmp_path: Path) -> None:
-    async with stdio(tmp_path, f"http://127.0.0.1:{free_port()}") as client:
-        text = error(await client.call_tool("ask", {"question": "Anyone there?"}))
+    with nothing_listening() as refused:
+        async with stdio(tmp_path, refused) as client:
+            text = error(await client.call_tool("ask", {"question": "Anyone there?"}))
     assert text.startswith("unreachable: cannot reach aye at http://127.0.0.1:")
 
 

@@ -23,7 +23,15 @@ from bot.tui.api import Api
 from bot.tui.app import Tui
 from bot.tui.inbox import Inbox
 from bot.tui.screens import Confirm, FormAnswer, LineAnswer, Note
-from tests.e2e.test_process import AGENT, OP, Server, base_env, free_port, start_server, stop
+from tests.e2e.test_process import (
+    AGENT,
+    OP,
+    Server,
+    base_env,
+    nothing_listening,
+    start_server,
+    stop,
+)
 from tests.stores import sqlite_at_head
 
 CONFIG = """
@@ -399,7 +407,8 @@ def run_tui(tmp: Path, url: str, token_: str) -> subprocess.CompletedProcess[str
 
 
 def test_with_nothing_listening_it_exits_3(tmp_path: Path) -> None:
-    done = run_tui(tmp_path, f"http://127.0.0.1:{free_port()}", OP)
+    with nothing_listening() as refused:
+        done = run_tui(tmp_path, refused, OP)
     assert done.returncode == 3 and "cannot reach aye" in done.stderr
 
 
