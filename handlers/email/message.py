@@ -16,7 +16,7 @@ import jinja2
 from core.app.ports import AskRow
 from core.domain import formats, rules
 from core.domain.visible import cut_before_code, visible
-from handlers.web.views import Card, card
+from handlers.kit.cards import Card, card
 
 SUBJECT_LIMIT = 120
 BLANKS = re.compile(r"[ \t\r\n]+")

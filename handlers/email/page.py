@@ -24,9 +24,9 @@ from core.domain import rules
 from core.domain.answering import AUTHOR_UNKNOWN, INVALID_ANSWER, Attempt
 from core.domain.responders import Responder
 from core.domain.visible import visible
-from handlers.web.fields import given
-from handlers.web.guard import BadForm, protect, read_form
-from handlers.web.views import answered_words, card
+from handlers.kit.cards import answered_words, card
+from handlers.kit.fields import given
+from handlers.kit.forms import BadForm, protect, read_form
 
 # The link's token: 256 bits, URL-safe base64 without padding (handlers/email/surface.py).
 TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -53,7 +53,7 @@ class Pages:
         self.asks, self._key = asks, key
         self.env = jinja2.Environment(
             loader=jinja2.ChoiceLoader([jinja2.PackageLoader("handlers.email", "templates"),
-                                        jinja2.PackageLoader("handlers.web", "templates")]),
+                                        jinja2.PackageLoader("handlers.kit", "templates")]),
             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
             lstrip_blocks=True,
         )

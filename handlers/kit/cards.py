@@ -1,5 +1,5 @@
-"""What the inbox shows of an ask: plain values the templates lay out (the templates escape
-them all). Facts come from the core; the words are the inbox's own.
+"""What a page shows of an ask (the inbox's, email's answer page): plain values the templates
+lay out (the templates escape them all). Facts come from the core; the words are the inbox's own.
 
 A sensitive ask's answer is never here: not its value, not its note (the operator never sees
 it, as in the API's operator view).
@@ -18,7 +18,7 @@ from core.domain.ask import is_external
 from core.domain.policy import START
 from core.domain.responders import OPERATOR, admitted
 from core.domain.visible import HIDDEN_WARNING, approval_hides, visible, visible_json
-from handlers.web.fields import form_fields
+from handlers.kit.fields import form_fields
 
 # Above an approval whose operation or input holds a control or format character.
 HIDDEN_WORDS = f"Careful: {HIDDEN_WARNING}, shown as codes such as [U+202E]."

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 from aiohttp import web
-from multidict import CIMultiDict, MultiDict, MultiDictProxy
+from multidict import MultiDictProxy
 
 from core.app.service import SESSION_S, Session, Sessions
+from handlers.kit.forms import BadForm, protect, read_form
 
 
 class Inbox(Protocol):
@@ -28,36 +29,15 @@ class Inbox(Protocol):
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-MAX_FORM = 64 * 1024
-MAX_FIELDS = 500
 LOGIN, LOGOUT, ASSETS = "/login", "/logout", "/inbox/assets/"
 # The one route outside the inbox that takes its session: the page's live updates.
 EVENTS = "/v1/events"
 # Where a form may send the browser back to: an inbox page of this site, never elsewhere.
 BACK = re.compile(r"/inbox(/[0-9A-Za-z]{1,32})?(\?[0-9A-Za-z=&_%.-]{0,200})?")
-HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' https:; "
-        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
-        "object-src 'none'"
-    ),
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cross-Origin-Opener-Policy": "same-origin",
-}
 WEB: web.AppKey[Inbox] = web.AppKey("web_inbox")
 # The request's session once looked up (None: none); absent until then.
 SESSION: web.RequestKey[Session | None] = web.RequestKey("web_session")
 FORM = web.RequestKey("web_form", MultiDictProxy[str])
-
-
-class BadForm(Exception):
-    """A POST body that is not a small URL-encoded form of text."""
-
-    def __init__(self, status: int, words: str) -> None:
-        super().__init__(words)
-        self.status, self.words = status, words
 
 
 def is_inbox(path: str) -> bool:
@@ -84,35 +64,6 @@ def session_cookie(response: web.StreamResponse, sessions: Sessions, session: Se
     Secure with https, for as long as the session lasts."""
     response.set_cookie(sessions.cookie, session.secret, max_age=SESSION_S, path="/",
                         httponly=True, samesite="Strict", secure=sessions.secure)
-
-
-def protect(headers: CIMultiDict[str]) -> None:
-    for name, value in HEADERS.items():
-        headers.setdefault(name, value)
-    headers.setdefault("Cache-Control", "no-store")
-
-
-async def read_form(request: web.Request, limit: int = MAX_FORM) -> MultiDictProxy[str]:
-    """The URL-encoded body, at most `limit` bytes: BadForm otherwise."""
-    if request.content_type != "application/x-www-form-urlencoded":
-        raise BadForm(415, "The form was not sent as a web form.")
-    if request.content_length is not None and request.content_length > limit:
-        raise BadForm(413, "The form is too large.")
-    size, chunks = 0, []
-    async for chunk in request.content.iter_chunked(16384):
-        size += len(chunk)
-        if size > limit:
-            raise BadForm(413, "The form is too large.")
-        chunks.append(chunk)
-    try:
-        pairs = parse_qsl(b"".join(chunks).decode("ascii"), keep_blank_values=True,
-                          errors="strict", max_num_fields=MAX_FIELDS)
-    except (UnicodeError, ValueError):
-        raise BadForm(400, "The form could not be read.") from None
-    # The stores refuse NUL in text (PostgreSQL): refuse it here, never change what was typed.
-    if any("\x00" in key or "\x00" in value for key, value in pairs):
-        raise BadForm(400, "The form holds a character that cannot be kept (NUL).")
-    return MultiDictProxy(MultiDict(pairs))
 
 
 def inbox_of(request: web.Request) -> Inbox:

@@ -15,7 +15,7 @@ from typing import Any
 from core.domain import rules
 from core.domain.policy import START
 from core.domain.visible import visible
-from handlers.web.views import RUN_WORDS, Entry, moment, who
+from handlers.kit.cards import RUN_WORDS, Entry, moment, who
 
 Fields = dict[str, Any]
 Worded = tuple[str, list[tuple[str, str]]]

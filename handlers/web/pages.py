@@ -17,10 +17,12 @@ from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED, Attempt
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, Responder
 from core.domain.visible import visible
-from handlers.web import fields, history, views
+from handlers.kit import cards, fields
+from handlers.kit.forms import BadForm, read_form
+from handlers.web import history
 from handlers.web.failures import SignInFailures, client_address
 from handlers.web.flash import FLASH_COOKIE, FLASH_S, Flash, Flashes
-from handlers.web.guard import FORM, LOGIN, SESSION, BadForm, read_form, safe_back, session_cookie
+from handlers.web.guard import FORM, LOGIN, SESSION, safe_back, session_cookie
 from handlers.web.rendering import Templates
 from handlers.web.signin import SIGN_INS
 
@@ -157,7 +159,7 @@ class Inbox:
             "heading": ("Search" if words else "All asks" if every else "Open asks"),
             "tab": "all" if every else "open", "query": words,
             "open_count": await self._open_count(request),
-            "cards": [views.card(row, now) for row in rows],
+            "cards": [cards.card(row, now) for row in rows],
             "page_url": page_url,
             "fragment_url": _fragment(page_url),
             "next_url": _url("/inbox", {**query, "cursor": str(more)}) if more else None,
@@ -173,20 +175,20 @@ class Inbox:
             return self.problem(request, 404, "No such ask",
                                 "There is no ask with that ref.", "/inbox", "Back to the inbox")
         now = self.asks.clock.now()
-        card = views.card(ask, now, whole_input=True)
+        card = cards.card(ask, now, whole_input=True)
         await self._receipt(request, ask, card)
         approval = ask.kind == rules.APPROVAL
         card.history = history.entries(await self.asks.history(ask.seq or 0), now, approval)
         page_url = f"/inbox/{card.ref}"
         context = {
-            "heading": views.heading(ask), "open_count": await self._open_count(request),
+            "heading": cards.heading(ask), "open_count": await self._open_count(request),
             "card": card, "page_url": page_url, "fragment_url": _fragment(page_url),
         }
         if request.query.get("fragment") == "1":
             return self.render(request, "detail_region.html", context)
         return self._page(request, "detail.html", context)
 
-    async def _receipt(self, request: web.Request, ask: AskRow, card: views.Card) -> None:
+    async def _receipt(self, request: web.Request, ask: AskRow, card: cards.Card) -> None:
         """A decided approval's receipt on its page, and the line that checks it against
         GET /v1/keys where this person reaches aye."""
         if ask.kind != rules.APPROVAL or ask.status == rules.OPEN:
@@ -194,7 +196,7 @@ class Inbox:
         card.receipt = await self.asks.receipt(ask)
         if card.receipt:
             origin = self.public_url or str(request.url.origin())
-            card.verify = views.verify_command(card.receipt, f"{origin}/v1/keys")
+            card.verify = cards.verify_command(card.receipt, f"{origin}/v1/keys")
 
     async def _open_count(self, request: web.Request) -> str:
         """The page title's count of the asks open for whoever is signed in ("" for none)."""
@@ -242,7 +244,7 @@ class Inbox:
         if note is not None and len(note) > MAX_NOTE:
             words = f"Not answered: the note must be at most {MAX_NOTE} characters."
             return Flash(False, words, ref), ask
-        control = views.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
+        control = cards.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
         given = fields.given(control, posted, ask.form_schema)
         session = request.get(SESSION)
         who = _person(request) or OPERATOR
@@ -256,13 +258,13 @@ class Inbox:
         """An answer refused while its ask stays open: the ask's page again at once (no
         redirect, which would lose them), with the reason and what was typed kept."""
         now = self.asks.clock.now()
-        card = views.card(ask, now, whole_input=True)
+        card = cards.card(ask, now, whole_input=True)
         card.typed = typed(ask, posted)
         card.history = history.entries(await self.asks.history(ask.seq or 0), now,
                                        ask.kind == rules.APPROVAL)
         page_url = f"/inbox/{card.ref}"
         context = {
-            "heading": views.heading(ask), "open_count": await self._open_count(request),
+            "heading": cards.heading(ask), "open_count": await self._open_count(request),
             "card": card, "page_url": page_url, "fragment_url": _fragment(page_url),
             "flash": flash,
         }
@@ -273,7 +275,7 @@ class Inbox:
         """A destructive ask's affirmative answer, sent without the page's script: the same
         answer again with `confirmed`, or Cancel back to where it came from."""
         fields_ = [(k, v) for k, v in posted.items() if k not in ("csrf", "confirmed")]
-        context = {"ref": rules.ref(ask), "heading": views.heading(ask), "back": back,
+        context = {"ref": rules.ref(ask), "heading": cards.heading(ask), "back": back,
                    "fields": fields_, "chosen": chosen_words(ask, posted)}
         return self.render(request, "confirm.html", context)
 
@@ -320,7 +322,7 @@ def chosen_words(ask: AskRow, posted: Any) -> str:
 def outcome(result: AnswerResult, ask: AskRow) -> str:
     """What the operator reads after answering: taken with its value, or why not."""
     if result.taken:
-        return views.answered_words(result.ask or ask)
+        return cards.answered_words(result.ask or ask)
     if is_external(ask) and result.reason == NOT_A_RESPONDER:
         return (f"Not answered: only {ask.verifier}, an outside system, answers this ask, "
                 "through its signed door.")

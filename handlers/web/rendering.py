@@ -23,8 +23,11 @@ class Templates:
             import jinja2
 
             env = jinja2.Environment(
-                loader=jinja2.PackageLoader("handlers.web", "templates"), autoescape=True,
-                undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                # The answer controls are the kit's, shared with email's answer page.
+                loader=jinja2.ChoiceLoader([jinja2.PackageLoader("handlers.web", "templates"),
+                                            jinja2.PackageLoader("handlers.kit", "templates")]),
+                autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                lstrip_blocks=True,
             )
             env.globals["assets"] = self.assets
             env.filters["visible"] = visible  # agent text shown where its raw value is also sent

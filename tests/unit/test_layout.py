@@ -27,11 +27,10 @@ CLIENT_LIBRARIES = ("aiohttp", "jwt", "agents", "langchain", "langchain_core", "
 # What an adapter (a surface, the API) may import of the core: its one façade, what it offers
 # and needs (ports), and the pure domain.
 CORE_FOR_ADAPTERS = ("core.app.service", "core.app.ports", "core.domain")
-SHARED_HANDLERS = ("handlers.env", "handlers.retry")
-# The inbox's page pieces that the email surface's page shows an ask with (what an ask shows,
-# its form's fields and what a posted form gives, the guard's headers and bounded form reader):
-# one way to show and read an ask on a web page, not a copy of it.
-INBOX_PAGE_PIECES = ("handlers.web.views", "handlers.web.fields", "handlers.web.guard")
+# What every surface may use: its environment, retries, and the kit of page pieces (what an ask
+# shows, its form's fields, the headers and bounded form reader) that the inbox and email's
+# page share, so that no surface imports another.
+SHARED_HANDLERS = ("handlers.env", "handlers.retry", "handlers.kit")
 # Pure computation: validation (jsonschema, its referencing, regex for bounded patterns) and
 # RFC 8785 for the canonical identity of a call (core/domain/identity.py).
 DOMAIN_LIBRARIES = ("pydantic", "jsonschema", "referencing", "regex", "rfc8785")
@@ -118,11 +117,9 @@ def store_may(imp: Import) -> bool:
 
 
 def surface_may(own: str) -> Callable[[Import], bool]:
-    pieces = INBOX_PAGE_PIECES if own == "handlers.email" else ()
-
     def may(imp: Import) -> bool:
         return is_library(imp.target) or under(imp.target, *CORE_FOR_ADAPTERS, own,
-                                               *SHARED_HANDLERS, *pieces)
+                                               *SHARED_HANDLERS)
     return may
 
 
@@ -152,7 +149,7 @@ def room_of(path: Path) -> tuple[str, Callable[[Import], bool]]:
         return "the client", client_may
     if under(module, "ask_api"):
         return "ask_api", api_may
-    if under(module, "handlers.env", "handlers.retry") or module == "handlers":
+    if under(module, *SHARED_HANDLERS) or module == "handlers":
         return "handlers", surface_may("handlers.__none__")
     if under(module, "handlers"):
         surface = ".".join(module.split(".")[:2])
@@ -208,6 +205,8 @@ PLANTED = [
     ("handlers/slack/planted.py", GUARDED_STORE),
     ("handlers/slack/planted.py", "from handlers.web.views import card"),
     ("handlers/email/planted.py", "from handlers.web.pages import Inbox"),
+    ("handlers/email/planted.py", "from handlers.web.guard import guard"),
+    ("handlers/kit/planted.py", "from handlers.web.pages import Inbox"),
     ("handlers/web/planted.py", "def f():\n    from bot.run import run"),
     ("ask_api/planted.py", "from store.db import Store"),
     ("ask_api/planted.py", "from core.app.change import Changes"),
@@ -240,7 +239,8 @@ def test_what_the_rules_allow_is_allowed() -> None:
         ("core/app/planted.py", "from store import asks\nfrom core.domain import rules"),
         ("handlers/slack/planted.py", "from core.app.service import Service\nfrom . import blocks"),
         ("handlers/github/planted.py", "from core.app.ports import AskRow\nimport gidgethub"),
-        ("handlers/email/planted.py", "from handlers.web.views import card\nimport aiosmtplib"),
+        ("handlers/email/planted.py", "from handlers.kit.cards import card\nimport aiosmtplib"),
+        ("handlers/web/planted.py", "from handlers.kit.forms import protect"),
         ("ask_api/planted.py", "from core.app.service import Service\nimport aiohttp"),
         ("clients/python/aye_client/client.py", "import aiohttp\nfrom aye_client.errors import Answer"),
         ("clients/python/aye_client/verify.py", "import hmac\nimport jwt\nfrom . import verifiers"),

@@ -17,7 +17,8 @@ from ask_api.tokens import TokenBook
 from bot.app import create_app
 from bot.config import Config
 from core.app.timing import Clock
-from handlers.web import fields, views
+from handlers.kit import cards as views
+from handlers.kit import fields
 from handlers.web.failures import FAILURES_PER_MINUTE, SignInFailures, client_address
 from handlers.web.flash import Flash, Flashes
 from tests.builders import approval, question
