@@ -32,7 +32,7 @@ from bot.loops import Deliverer, run_audit_head, run_clock
 from bot.metrics import setup as setup_metrics
 from bot.run import CannotListen, check_port, run
 from bot.settings import AUDIT_HEAD_EVERY_S, Settings, SettingsError, reach
-from bot.sign_ins import Teams, only_sign_in_teams, sign_in_providers
+from bot.sign_ins import Teams, sign_in_providers
 from bot.surfaces import PLUGINS, register
 from bot.token_file import TokenFileError, settle_tokens, token_file_path
 from core.app import delivery
@@ -41,11 +41,10 @@ from core.app.parts import Parts
 from core.app.ports import SurfaceConfigError
 from core.app.service import Service, SurfacePlugin
 from core.app.timing import Clock
-from core.domain.kinds import EMAIL_KIND
 from core.domain.logline import emit
 from handlers.web import events_session, operator_session, operator_session_alive, sign_ins
 from handlers.web import setup as setup_inbox
-from handlers.web.providers import SLACK
+from handlers.web.providers import SIGNS_IN_AS, SLACK
 from handlers.web.providers import describe as describe_sign_ins
 from store.db import Store, StoreError
 
@@ -55,8 +54,6 @@ ACCESS = logging.getLogger("aye.access")
 SERVICE = web.AppKey("service", Service)
 # What /healthz says of each surface, on or off, in the order of the plug-ins.
 SURFACE_NAMES = web.AppKey("surface_names", list[str])
-# The kind of identity each sign-in gives (Slack's member id, a GitHub login, a verified email).
-SIGNS_IN_AS = {"slack": "slack", "github": "github", "oidc": "email"}
 # On SIGTERM: in-flight sends get this long to finish; the whole stop stays within 10 s.
 DRAIN_S = 5.0
 ENV_FILE = ".env"
@@ -141,7 +138,7 @@ def unused_sections(
         section, model = config.section(plugin.name), plugin.kind.config_model
         if section is None or model is None or section == model():
             continue
-        if only_sign_in_teams(settings, plugin.name, section, model):
+        if plugin.kept_while_off(settings.env, section):
             continue
         if plugin.read_settings(settings.env) is None:
             raise SurfaceConfigError(
@@ -149,29 +146,10 @@ def unused_sections(
             )
 
 
-def slack_warning(settings: Settings, config: AyeConfig) -> list[str]:
-    """A start-up line when Slack is on yet no responder anywhere in the config (defaults,
-    agents, gates, their escalations, people) is of Slack: it would post nothing."""
-    slack = next((p for p in PLUGINS if p.name == SLACK), None)
-    if slack is None or slack.read_settings(settings.env) is None:
-        return []
-    if any(who.kind == SLACK for who in config.every_responder()):
-        return []
-    return ["warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
-            "[[people]] id): Slack will show nothing"]
-
-
-def email_warning(settings: Settings, config: AyeConfig) -> list[str]:
-    """A start-up line when the config names an email: responder while email is off: it
-    would be mailed nothing."""
-    email = next((p for p in PLUGINS if p.name == EMAIL_KIND), None)
-    if email is None or email.read_settings(settings.env) is not None:
-        return []
-    key = config.first_naming(EMAIL_KIND)
-    if key is None:
-        return []
-    return [f"warning: {key} names an email: responder but email is off (set AYE_SMTP_URL, "
-            "AYE_MAIL_FROM and AYE_PUBLIC_URL): nothing will be mailed"]
+def surface_warnings(settings: Settings, config: AyeConfig) -> list[str]:
+    """Each surface's start-up warnings (Slack on with no Slack responder, an email: responder
+    with email off), in the order of the plug-ins."""
+    return [line for p in PLUGINS for line in p.warnings(p.read_settings(settings.env), config)]
 
 
 def where(settings: Settings, port: int) -> list[str]:
@@ -308,7 +286,7 @@ def serve() -> int:
         unused_sections(settings, config)
         surface_lines.append(describe_sign_ins(sign_in_providers(settings, config, PLUGINS)))
         store_line = Store(settings.database_url).describe()
-        surface_lines += slack_warning(settings, config) + email_warning(settings, config)
+        surface_lines += surface_warnings(settings, config)
         check_port(settings.host, settings.port)  # busy: fail before a token file or a store
     except (SettingsError, ConfigError, SurfaceConfigError, StoreError, CannotListen) as exc:
         return _fail(str(exc))

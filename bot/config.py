@@ -10,17 +10,19 @@ import os
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     Field,
+    PlainValidator,
     ValidationError,
     create_model,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from aye_client.verifiers import DEFAULT_TOLERANCE_S, SCHEMES, Verifier
 from bot.near_miss import did_you_mean
@@ -45,6 +47,7 @@ from core.domain.policy import (
     key_path,
 )
 from core.domain.responders import Responder
+from handlers.web.providers import ORDER as SIGN_INS
 
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
 
@@ -197,11 +200,24 @@ class OidcConfig(Strict):
         return os.environ[self.client_secret_env]
 
 
+def _sign_in(value: Any) -> str:
+    """A sign-in's name: one the inbox offers (handlers/web/providers.py names them), refused in
+    the words pydantic gives a Literal of those names."""
+    if isinstance(value, str) and value in SIGN_INS:
+        return value
+    names = [repr(name) for name in SIGN_INS]
+    expected = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+SignIn = Annotated[str, PlainValidator(_sign_in)]
+
+
 class WebConfig(Strict):
     """The inbox (`[web]`): which sign-ins /login offers besides the operator token (None:
     every one that is set up), and the organisation's OpenID Connect provider."""
 
-    sign_in: list[Literal["slack", "github", "oidc"]] | None = None
+    sign_in: list[SignIn] | None = None
     oidc: OidcConfig | None = None
 
     @field_validator("sign_in")
@@ -282,6 +298,9 @@ class AyeConfig(Strict):
                             f"{'person' if count == 1 else 'people'}: lower approvals or add "
                             "responders")
         return self
+
+    def names_kind(self, kind: str) -> bool:
+        return any(who.kind == kind for who in self.every_responder())
 
     def every_responder(self) -> list[Responder]:
         """Each responder the file names anywhere, with every identity of its people."""

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel
-
 from bot.config import AyeConfig
 from bot.settings import Settings
 from core.app.ports import SurfaceConfigError
 from core.app.service import SurfacePlugin
-from handlers.env import get
 from handlers.web import providers
 from handlers.web.providers import SLACK, OrgProvider, Provider
 
@@ -51,11 +48,3 @@ def sign_in_providers(
             "unset): list their team ids"
         )
     return chosen
-
-
-def only_sign_in_teams(settings: Settings, name: str, section: BaseModel, model: type[BaseModel]) -> bool:
-    """`[slack]` holding only `teams` while the Slack bot is off is not unused: with "Sign in
-    with Slack" set up, it names the workspaces whose members may sign in."""
-    if name != SLACK or get(settings.env, "SLACK_CLIENT_ID") is None:
-        return False
-    return section.model_copy(update={"teams": []}) == model()

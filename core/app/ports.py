@@ -53,6 +53,18 @@ class SurfaceConfigError(Exception):
     """A surface is half-configured; the message names what is missing (one line, exit 2)."""
 
 
+class ConfigNames(Protocol):
+    """What a surface's start-up warnings may ask of the config file (bot/config.py)."""
+
+    def names_kind(self, kind: str) -> bool:
+        """Whether any responder or person's identity anywhere in the file is of `kind`."""
+        ...
+
+    def first_naming(self, kind: str) -> str | None:
+        """The first key (`gates[1].responders`) naming a responder of `kind`, or None."""
+        ...
+
+
 class StoreClosing(Exception):
     """A create that came after the process began to stop."""
 

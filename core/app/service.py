@@ -37,7 +37,7 @@ from core.app.outcomes import NotReportable as NotReportable
 from core.app.outcomes import NotYours as NotYours
 from core.app.outcomes import Reported as Reported
 from core.app.parts import Parts
-from core.app.ports import AnswerResult, CallDecision, Surface
+from core.app.ports import AnswerResult, CallDecision, ConfigNames, Surface
 from core.app.reading import Read as Read
 from core.app.sessions import BY_TOKEN as BY_TOKEN
 from core.app.sessions import SESSION_S as SESSION_S
@@ -298,6 +298,11 @@ class SurfacePlugin:
     describe: Callable[[Any | None], str]
     # Builds the running surface from its settings and its config section.
     build: Callable[[Any, BaseModel | None, Service], Surface]
+    # Start-up warnings, given its settings (None: off) and what the config file names.
+    warnings: Callable[[Any | None, ConfigNames], list[str]] = lambda settings, config: []
+    # Whether its config section, set while the surface is off, is still of use, given the
+    # environment (Slack's `teams`, for "Sign in with Slack"): not an unused section then.
+    kept_while_off: Callable[[Mapping[str, str], BaseModel], bool] = lambda env, section: False
 
     @property
     def name(self) -> str:

@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from core.app.ports import Surface
 from core.app.service import Service, SurfacePlugin
-from handlers.email.settings import KIND, EmailSettings, describe, read_settings
+from handlers.email.settings import KIND, EmailSettings, describe, read_settings, warnings
 
 
 def build(settings: EmailSettings, section: BaseModel | None, asks: Service) -> Surface:
@@ -16,4 +16,4 @@ def build(settings: EmailSettings, section: BaseModel | None, asks: Service) -> 
     return EmailSurface(settings, asks)
 
 
-PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)
+PLUGIN = SurfacePlugin(KIND, read_settings, describe, build, warnings)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from core.app.ports import SurfaceConfigError
+from core.app.ports import ConfigNames, SurfaceConfigError
 from core.domain import kinds
 from handlers.env import get
 
@@ -139,6 +139,18 @@ def _options(query: str) -> tuple[float, float]:
         else:
             rate = number
     return timeout, rate
+
+
+def warnings(settings: EmailSettings | None, config: ConfigNames) -> list[str]:
+    """A start-up line when the config names an email: responder while email is off: it
+    would be mailed nothing."""
+    if settings is not None:
+        return []
+    key = config.first_naming(kinds.EMAIL_KIND)
+    if key is None:
+        return []
+    return [f"warning: {key} names an email: responder but email is off (set AYE_SMTP_URL, "
+            "AYE_MAIL_FROM and AYE_PUBLIC_URL): nothing will be mailed"]
 
 
 def describe(settings: EmailSettings | None) -> str:

@@ -7,7 +7,15 @@ from pydantic import BaseModel
 
 from core.app.ports import Surface
 from core.app.service import Service, SurfacePlugin
-from handlers.slack.settings import KIND, SlackSection, SlackSettings, describe, read_settings
+from handlers.slack.settings import (
+    KIND,
+    SlackSection,
+    SlackSettings,
+    describe,
+    kept_while_off,
+    read_settings,
+    warnings,
+)
 
 
 def build(settings: SlackSettings, section: BaseModel | None, asks: Service) -> Surface:
@@ -17,4 +25,4 @@ def build(settings: SlackSettings, section: BaseModel | None, asks: Service) -> 
     return SlackSurface(settings, section, asks)
 
 
-PLUGIN = SurfacePlugin(KIND, read_settings, describe, build)
+PLUGIN = SurfacePlugin(KIND, read_settings, describe, build, warnings, kept_while_off)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from core.app.ports import SurfaceConfigError
+from core.app.ports import ConfigNames, SurfaceConfigError
 from core.domain.kinds import SurfaceKind
 from handlers.env import get
 from handlers.slack.buttons import DEFAULT_INBOX
@@ -99,6 +99,23 @@ def _check_kinds(bot: str, app: str) -> None:
         raise SurfaceConfigError(
             "SLACK_APP_TOKEN is not an app-level token (connections:write): it starts with xapp-"
         )
+
+
+def warnings(settings: SlackSettings | None, config: ConfigNames) -> list[str]:
+    """A start-up line when Slack is on yet no responder anywhere in the config (defaults,
+    agents, gates, their escalations, people) is of Slack: it would post nothing."""
+    if settings is None or config.names_kind(SURFACE):
+        return []
+    return ["warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
+            "[[people]] id): Slack will show nothing"]
+
+
+def kept_while_off(env: Mapping[str, str], section: BaseModel) -> bool:
+    """`[slack]` holding only `teams` while the Slack bot is off is not unused: with "Sign in
+    with Slack" set up, it names the workspaces whose members may sign in."""
+    if get(env, "SLACK_CLIENT_ID") is None:
+        return False
+    return section.model_copy(update={"teams": []}) == SlackSection()
 
 
 def describe(settings: SlackSettings | None) -> str:

@@ -17,6 +17,8 @@ from handlers.env import get
 
 SLACK, GITHUB, OIDC = "slack", "github", "oidc"
 ORDER = (SLACK, GITHUB, OIDC)
+# The kind of identity each sign-in gives (Slack's member id, a GitHub login, a verified email).
+SIGNS_IN_AS = {SLACK: "slack", GITHUB: "github", OIDC: "email"}
 DEFAULT_SLACK_ISSUER = "https://slack.com"
 DEFAULT_GITHUB_WEB = "https://github.com"
 DEFAULT_GITHUB_API = "https://api.github.com"

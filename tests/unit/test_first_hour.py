@@ -129,13 +129,13 @@ def test_the_start_up_lines_say_where_things_are_and_warn_of_a_silent_slack(tmp_
         f"config {config_path.resolve()}", "inbox http://127.0.0.1:18080/inbox",
         "mcp http://127.0.0.1:18080/mcp (agents: see the README's MCP section)"]
     config = load_config(config_path)
-    assert app.slack_warning(settings, config) == []  # Slack off: nothing to warn of
+    assert app.surface_warnings(settings, config) == []  # Slack off: nothing to warn of
     slack_on = Settings.from_env({**env, "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
-    assert app.slack_warning(slack_on, config) == [
+    assert app.surface_warnings(slack_on, config) == [
         "warning: Slack is on but no responder in the config is on Slack (slack:U… or a "
         "[[people]] id): Slack will show nothing"]
     config_path.write_text(ADA + '[[gates]]\noperations = ["a."]\nresponders = ["person:ada"]\n')
-    assert app.slack_warning(slack_on, load_config(config_path)) == []
+    assert app.surface_warnings(slack_on, load_config(config_path)) == []
     missing = Settings.from_env({"AYE_CONFIG": str(tmp_path / "none.toml")})
     assert app.where(missing, 8080)[0] == (
         f"no config file at {(tmp_path / 'none.toml').resolve()}; using the defaults")
