@@ -420,15 +420,28 @@ async def test_sensitive_value_never_in_logs_or_database(
 # -- several processes on one PostgreSQL ---------------------------------------------------------
 
 
-@pytest.fixture
+QUORUM = """
+[[gates]]
+operations = ["deploy."]
+responders = ["operator:local", "github:bob"]
+approvals = 2
+"""
+
+
+@pytest.fixture(params=["direct", "pgbouncer"])
 async def two_servers(
-    tmp_path: Path, pg_head: HeadDatabase | None, servers: list[Server],
-    session: aiohttp.ClientSession,
+    request: pytest.FixtureRequest, tmp_path: Path, pg_head: HeadDatabase | None,
+    servers: list[Server], session: aiohttp.ClientSession,
 ) -> tuple[Api, Api]:
-    """Two `aye serve` processes on one PostgreSQL database."""
+    """Two `aye serve` processes on one PostgreSQL database, with a gate of two approvals:
+    straight to it, or through PgBouncer in transaction mode (LISTEN on AYE_LISTEN_URL, direct)."""
     url = await postgres_at_head(pg_head)
+    (tmp_path / "aye.toml").write_text(QUORUM)
+    pooled = request.param == "pgbouncer"
     for name in ("one", "two"):
-        servers.append(await start_server(tmp_path, url, name=name))
+        servers.append(await (start_server(tmp_path, request.getfixturevalue("pgbouncer")(url),
+                                           name=name, AYE_LISTEN_URL=url) if pooled
+                               else start_server(tmp_path, url, name=name)))
     return Api(session, servers[0].url), Api(session, servers[1].url)
 
 
@@ -476,6 +489,25 @@ async def test_two_processes_expire_each_ask_once(two_servers: tuple[Api, Api]) 
         expired_at = next(e["at"] for e in view["history"] if e["event"] == "expired")
         late = _ts(expired_at) - _ts(view["deadline"])
         assert 0 <= late < 1.0, late
+
+
+async def test_two_processes_count_each_approval_once(two_servers: tuple[Api, Api]) -> None:
+    a, b = two_servers
+    status, made = await a.call("POST", "/v1/calls", json={"operation": "deploy.prod", "input": {}})
+    assert status == 202, made
+    ask = made["ask"]["id"]
+    tried = await asyncio.gather(*(
+        (a if i % 2 else b).call("POST", f"/v1/asks/{ask}/answer", token=OP, json={"answer": "approve"})
+        for i in range(20)))
+    # One person approving on both processes at once: counted once, towards a quorum of two.
+    assert sorted(s for s, _ in tried) == [200] + [409] * 19
+    assert [r for s, r in tried if s == 200] == [
+        {"outcome": "taken", "ref": made["ask"]["ref"], "approvals": 1, "needed": 2}]
+    assert {r["error"] for s, r in tried if s == 409} == {"already_approved"}
+    _, view = await b.call("GET", f"/v1/asks/{ask}", token=OP)
+    assert view["status"] == "open"
+    assert view["approvals"] == {"needed": 2, "approvers": ["operator:local"]}
+    assert [e["event"] for e in view["history"]].count("approved") == 1
 
 
 def _ts(text: str) -> float:
