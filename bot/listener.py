@@ -17,7 +17,10 @@ log = logging.getLogger("aye.waiters")
 
 
 class PgListener:
-    """LISTENs on the store's channel and wakes local waiters; reconnects when dropped."""
+    """LISTENs on the store's channel and wakes local waiters; reconnects when dropped.
+
+    `url` is the store's listen URL (AYE_LISTEN_URL, else AYE_DATABASE_URL): a LISTEN lasts
+    as long as its session, which a transaction pooler (PgBouncer) does not keep for it."""
 
     def __init__(
         self, url: str, waiters: Waiters, changed: Callable[[], None] = lambda: None,
