@@ -19,9 +19,13 @@ from typing import Any
 
 from dotenv import load_dotenv
 
-from bot import cli_audit, cli_formats, cli_show, cli_watch, logs
-from bot.cli_help import SERVE_ENV, plain_command
-from bot.cli_text import line, one_line, relative, when
+from bot import logs
+from bot.cli import audit as cli_audit
+from bot.cli import formats as cli_formats
+from bot.cli import show as cli_show
+from bot.cli import watch as cli_watch
+from bot.cli.help import SERVE_ENV, plain_command
+from bot.cli.text import line, one_line, relative, when
 from bot.settings import Settings, SettingsError, server_url, store_url
 from bot.token_file import read_token_file, token_file_path
 from core.domain.visible import HIDDEN_WARNING, approval_hides
@@ -338,7 +342,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "migrate":
         return cmd_migrate()
     if args.command == "mcp":
-        from bot.cli_mcp import run as mcp  # the MCP SDK, loaded for this command only
+        from bot.cli.mcp import run as mcp  # the MCP SDK, loaded for this command only
 
         return mcp()
     if args.command == "watch":
@@ -348,7 +352,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "audit" and args.audit == "verify":
         return cli_audit.cmd_verify(args.head)
     if args.command == "keys":
-        from bot.cli_keys import cmd_rotate
+        from bot.cli.keys import cmd_rotate
 
         return cmd_rotate()
     return _on_server(lambda client: COMMANDS[args.command](client, args))
@@ -382,6 +386,3 @@ def _tui() -> int:
 def _watch() -> int:
     return _on_server(lambda client: cli_watch.cmd_watch(client, Unreachable))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,13 +1,13 @@
 """An ask's answer format as the CLI prints it: how to answer, a form's fields, the media, and
 an answer's typed value (a list, yes/no, a form's fields). Reads the ask as the server sends it;
-every piece of agent text goes through bot.cli_text."""
+every piece of agent text goes through bot.cli.text."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from bot.cli_text import joined, line
+from bot.cli.text import joined, line
 
 TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM = "text", "choice", "multi", "confirm", "ack", "form"
 # Answered by an outside system through its signed door, never by a person.

@@ -1,5 +1,5 @@
 """`aye show REF`: one ask in full, as the operator's view on the server has it. Everything
-from the server is printed through bot.cli_text's `line` or `block`: see there."""
+from the server is printed through bot.cli.text's `line` or `block`: see there."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from bot import cli_formats
-from bot.cli_text import block, joined, line, relative, when
+from bot.cli import formats as cli_formats
+from bot.cli.text import block, joined, line, relative, when
 from core.domain.rules import REASONS
 from core.domain.visible import HIDDEN_WARNING, approval_hides, visible_json
 

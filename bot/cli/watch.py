@@ -12,7 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from bot.cli_text import line, one_line
+from bot.cli.text import line, one_line
 
 QUESTION_WIDTH = 60
 READ_TIMEOUT_S = 45.0  # the server sends a comment at least every 15 s

@@ -12,8 +12,8 @@ from typing import Any, Protocol, cast
 from textual.app import App
 from textual.worker import Worker
 
-from bot import cli_formats
-from bot.cli_text import line
+from bot.cli import formats as cli_formats
+from bot.cli.text import line
 from bot.tui import forms, keys, listing
 from bot.tui.api import Api, ApiDown, Reply
 from bot.tui.panel import NOTICE, REFUSED, TAKEN, Outcome

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot import cli_formats
-from bot.cli_text import line
+from bot.cli import formats as cli_formats
+from bot.cli.text import line
 
 YES = frozenset({"yes", "y", "true"})
 NO = frozenset({"no", "n", "false"})

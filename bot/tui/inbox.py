@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker
 
-from bot.cli_text import line
+from bot.cli.text import line
 from bot.tui import keys, listing, panel
 from bot.tui.answering import Answering, Work, later
 from bot.tui.api import Api, ApiDown

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot import cli_formats
-from bot.cli_formats import ACK, CHOICE, CONFIRM, EXTERNAL, FORM, MULTI, TEXT
+from bot.cli import formats as cli_formats
+from bot.cli.formats import ACK, CHOICE, CONFIRM, EXTERNAL, FORM, MULTI, TEXT
 
 APPROVE, REFUSE = "approve", "refuse"
 ENTER = "enter"

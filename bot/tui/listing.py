@@ -1,6 +1,6 @@
 """The left of `aye tui`: which asks the list shows, in what order, and each row's cells.
 
-Every cell is a `rich.text.Text` made from the server's text through bot.cli_text (terminal
+Every cell is a `rich.text.Text` made from the server's text through bot.cli.text (terminal
 controls shown as their escapes, as `aye asks` does): a Text is never read as markup, so an
 agent's `[bold]` or `[link=…]` is shown as typed, and no control character reaches the
 terminal."""
@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from bot.cli_text import line, relative, when
+from bot.cli.text import line, relative, when
 
 OPEN = "open"
 START = "human.start"

@@ -2,8 +2,8 @@
 numbered options, an approval's operation and whole input with `input_sha256`, who it is for,
 the deadline, the answer and the history), with the outcome of what was just pressed above it.
 
-The text is `aye show`'s own (bot.cli_show), so the two never disagree; every piece of agent
-text in it went through bot.cli_text. It becomes a `rich.text.Text`, never markup."""
+The text is `aye show`'s own (bot.cli.show), so the two never disagree; every piece of agent
+text in it went through bot.cli.text. It becomes a `rich.text.Text`, never markup."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import Any
 
 from rich.text import Text
 
-from bot import cli_formats, cli_show
-from bot.cli_text import line
+from bot.cli import formats as cli_formats
+from bot.cli import show as cli_show
+from bot.cli.text import line
 from bot.tui import keys, listing
 
 TAKEN, REFUSED, NOTICE = "taken", "refused", "notice"

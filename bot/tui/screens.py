@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from bot.cli_text import line
+from bot.cli.text import line
 from bot.tui import forms
 from bot.tui.api import ApiDown, Reply
 

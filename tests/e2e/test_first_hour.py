@@ -139,7 +139,7 @@ async def test_a_closed_approval_is_labelled_by_its_outcome_and_what_ran(
 
 
 def test_aye_mcp_without_a_token_says_so_before_loading_the_mcp_sdk(tmp_path: Path) -> None:
-    probe = ("import sys\nfrom bot.cli_mcp import run\ncode = run()\n"
+    probe = ("import sys\nfrom bot.cli.mcp import run\ncode = run()\n"
              "print(code, 'mcp' in sys.modules, 'aiohttp' in sys.modules)")
     env = {"PATH": "/usr/bin:/bin", "AYE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/aye.db",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

@@ -52,7 +52,7 @@ def _cli_has_mcp() -> bool:
 
 
 # `aye mcp` once the CLI has the subcommand; the module's own entry (the same code) until then.
-COMMAND = [sys.executable, "-m", *(["bot", "mcp"] if _cli_has_mcp() else ["bot.cli_mcp"])]
+COMMAND = [sys.executable, "-m", *(["bot", "mcp"] if _cli_has_mcp() else ["bot.cli.mcp"])]
 
 
 @pytest.fixture
