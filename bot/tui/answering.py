@@ -1,4 +1,4 @@
-"""Answering from `aye tui`: a key (bot.tui.keys says what it does), a dialog where one is
+"""Answering from `aye tui`: a key (bot.tui.bindings says what it does), a dialog where one is
 needed (a destructive answer's confirmation, a refusal's note, a typed answer or a form), the
 call to the server as the operator, and what came of it, shown on the ask's panel: taken (with
 the value, or an approval counted towards its quorum) or refused and why."""
@@ -14,7 +14,7 @@ from textual.worker import Worker
 
 from bot.cli import formats as cli_formats
 from bot.cli.text import line
-from bot.tui import forms, keys, listing
+from bot.tui import bindings, forms, listing
 from bot.tui.api import Api, ApiDown, Reply
 from bot.tui.panel import NOTICE, REFUSED, TAKEN, Outcome
 from bot.tui.screens import Confirm, FormAnswer, LineAnswer, Note
@@ -54,25 +54,25 @@ class Answering:
 
     def press(self, key: str) -> None:
         ask = self.host.current()
-        action = keys.on_key(ask, key)
-        if ask is None or isinstance(action, keys.Nothing):
-            if ask is not None and isinstance(action, keys.Nothing):
+        action = bindings.on_key(ask, key)
+        if ask is None or isinstance(action, bindings.Nothing):
+            if ask is not None and isinstance(action, bindings.Nothing):
                 self.host.remember(ask["id"], Outcome(NOTICE, action.why))
             return
         danger = bool(ask.get("danger"))
-        if isinstance(action, keys.Send) and action.affirmative and danger:
+        if isinstance(action, bindings.Send) and action.affirmative and danger:
             self.host.app.push_screen(Confirm(confirming(ask, action.answer)),
                                       lambda yes: self.send(ask, action.answer) if yes else None)
-        elif isinstance(action, keys.Send):
+        elif isinstance(action, bindings.Send):
             self.send(ask, action.answer)
-        elif isinstance(action, keys.AskNote):
+        elif isinstance(action, bindings.AskNote):
             self.host.app.push_screen(Note(f"Refuse {what(ask)}"), lambda note: self.refuse(ask, note))
-        elif isinstance(action, keys.OpenInput):
+        elif isinstance(action, bindings.OpenInput):
             self.open_input(ask, action.form, danger)
 
     def refuse(self, ask: dict[str, Any], note: str | None) -> None:
         if note is not None:  # None: the dialog was cancelled
-            self.send(ask, keys.REFUSE, note or None)
+            self.send(ask, bindings.REFUSE, note or None)
 
     def send(self, ask: dict[str, Any], answer: Any, note: str | None = None) -> None:
         self.host.run_worker(later(self._send, ask, answer, note), group="answer")

@@ -17,7 +17,7 @@ from textual.widgets.data_table import ColumnKey
 from textual.worker import Worker
 
 from bot.cli.text import line
-from bot.tui import keys, listing, panel
+from bot.tui import bindings, listing, panel
 from bot.tui.answering import Answering, Work, later
 from bot.tui.api import Api, ApiDown
 from bot.tui.events import Frame, follow
@@ -210,7 +210,7 @@ class Inbox(Screen[None]):
             self.fetch(ident)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_press(keys.ENTER)
+        self.action_press(bindings.ENTER)
 
     def on_resize(self) -> None:
         self.call_later(self.rebuild)
@@ -234,7 +234,7 @@ class Inbox(Screen[None]):
             return
         detail.update(panel.detail(ask, self.outcomes.get(str(ask.get("id")))))
         right.border_title = line(ask.get("ref", "?"))
-        self.query_one("#keys", Static).update(Text(f"{keys.hint(ask)} · {KEYS}"))
+        self.query_one("#keys", Static).update(Text(f"{bindings.hint(ask)} · {KEYS}"))
 
     def fetch(self, ident: str) -> None:
         self.start(later(self._fetch, ident), f"detail-{ident}")

@@ -18,7 +18,7 @@ from rich.text import Text
 from bot.cli import formats as cli_formats
 from bot.cli import show as cli_show
 from bot.cli.text import line
-from bot.tui import keys, listing
+from bot.tui import bindings, listing
 
 TAKEN, REFUSED, NOTICE = "taken", "refused", "notice"
 STYLES = {TAKEN: "bold green", REFUSED: "bold red", NOTICE: "bold yellow"}
@@ -50,7 +50,7 @@ def detail(ask: dict[str, Any], outcome: Outcome | None = None) -> Text:
     for text in shown:
         if text.startswith("format: ") and cli_formats.format_of(ask) != cli_formats.EXTERNAL:
             # `aye show` says how the CLI takes it (one line of JSON); here, keys do.
-            text = f"format: {line(cli_formats.format_of(ask))} ({keys.hint(ask)})"
+            text = f"format: {line(cli_formats.format_of(ask))} ({bindings.hint(ask)})"
         if text.startswith(OUTCOME) and ask.get("kind") == "approval":
             text = OUTCOME + listing.outcome_words(ask.get("outcome"))  # words, not the code
         found = LABEL.match(text)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from bot.tui import forms, keys, listing, panel
+from bot.tui import bindings as keys
+from bot.tui import forms, listing, panel
 from bot.tui.api import Reply
 from bot.tui.events import frames, lines
 
