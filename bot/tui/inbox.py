@@ -1,6 +1,6 @@
 """The inbox screen of `aye tui`: the asks on the left (a table, newest first, live from the
 event stream), the selected ask in full on the right, the keys that answer it below, and one
-line saying whether the server is there. Answering is bot.tui.answering's."""
+line saying whether the server is there. Answering is bot.tui.answer_dialogs's."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from textual.worker import Worker
 
 from bot.cli.text import line
 from bot.tui import bindings, listing, panel
-from bot.tui.answering import Answering, Work, later
+from bot.tui.answer_dialogs import Answering, Work, later
 from bot.tui.api import Api, ApiDown
 from bot.tui.events import Frame, follow
 from bot.tui.panel import NOTICE, TAKEN, Outcome

@@ -6,7 +6,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from .answering import AnswerDesk
+from .answer_desk import AnswerDesk
 from .facts import review_said
 
 router = routing.Router()

@@ -30,7 +30,7 @@ from core.domain.logline import emit
 from core.domain.responders import Responder
 from core.domain.types import FollowUp
 
-from .answering import AnswerDesk
+from .answer_desk import AnswerDesk
 from .auth import GitHubAuth, NotInstalled
 from .authors import IssueAuthors
 from .facts import Written

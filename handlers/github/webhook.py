@@ -1,5 +1,5 @@
 """`POST /github/webhook`: verify and dispatch GitHub's deliveries (each comment or review acts
-once: handlers.github.answering), and answer fast."""
+once: handlers.github.answer_desk), and answer fast."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from core.domain.bodies import encoding_problem
 from core.domain.logline import emit
 
 from . import comments, reviews
-from .answering import AnswerDesk
+from .answer_desk import AnswerDesk
 from .facts import MalformedPayload
 
 log = logging.getLogger("aye.github")

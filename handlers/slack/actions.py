@@ -2,7 +2,7 @@
 modal by the ask's format) and an approval's Refuse (a modal asking why).
 
 Listeners are module-level functions, registered by `register(app)`; they find the core in
-bolt's context (handlers.slack.answering.asks_of), so tests can call them directly.
+bolt's context (handlers.slack.answer_taking.asks_of), so tests can call them directly.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from core.domain import answering, formats, rules
 from core.domain.ask import is_external
 from core.domain.responders import Responder, admitted
 from handlers.slack import buttons, modals, replies
-from handlers.slack.answering import (
+from handlers.slack.answer_taking import (
     answer_as,
     asks_of,
     outsider,

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core.domain.logline import emit
 from handlers import retry
 from handlers.slack import replies
-from handlers.slack.answering import tell, where_pressed
+from handlers.slack.answer_taking import tell, where_pressed
 
 log = logging.getLogger("aye.slack")
 

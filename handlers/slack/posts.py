@@ -21,7 +21,7 @@ from core.domain import rules
 from core.domain.ask import is_external
 from core.domain.logline import emit
 from handlers.slack import blocks, media
-from handlers.slack.answering import Where
+from handlers.slack.answer_taking import Where
 from handlers.slack.buttons import DEFAULT_INBOX
 from handlers.slack.errors import slack_error
 from handlers.slack.pacing import Turn

@@ -34,7 +34,7 @@ from core.app.service import Service
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from handlers.slack import actions, errors, pacing, views
-from handlers.slack.answering import ASKS, TEAMS
+from handlers.slack.answer_taking import ASKS, TEAMS
 from handlers.slack.authors import ThreadAuthors
 from handlers.slack.errors import retry_after, slack_error
 from handlers.slack.library_logs import library_logger, received

@@ -26,7 +26,7 @@ from core.domain.ask import is_external
 from core.domain.forms import Misfit
 from core.domain.logline import emit
 from handlers.slack import buttons, modals, replies, submitted
-from handlers.slack.answering import (
+from handlers.slack.answer_taking import (
     answer_as,
     asks_of,
     outsider,

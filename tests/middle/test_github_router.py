@@ -33,7 +33,7 @@ class Handled:
 
 @dataclass
 class RecordingDesk:
-    """Stands in for handlers.github.answering.AnswerDesk: records each call to `handle`."""
+    """Stands in for handlers.github.answer_desk.AnswerDesk: records each call to `handle`."""
 
     calls: list[Handled] = field(default_factory=list)
 

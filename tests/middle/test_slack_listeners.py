@@ -29,7 +29,7 @@ from core.domain.policy import Defaults, Gate
 from core.domain.responders import OPERATOR
 from core.domain.types import AgentInfo, NewAsk
 from handlers.slack import actions, blocks, buttons, modals, replies, views
-from handlers.slack.answering import ASKS, TEAMS
+from handlers.slack.answer_taking import ASKS, TEAMS
 from handlers.slack.settings import SURFACE, SlackSection, SlackSettings
 from handlers.slack.surface import SlackSurface
 from store.db import Store
