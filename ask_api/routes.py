@@ -10,11 +10,11 @@ from aiohttp import web
 
 from ask_api.bounds import DEFAULT_LIMIT, DEFAULT_WAIT_S, MAX_LIMIT, MAX_WAIT_S
 from ask_api.creating import create, new_ask
-from ask_api.delivery import send_whole
 from ask_api.external import PREFIX as DOOR
 from ask_api.http import ApiError, Handler, errors, int_param, parse
 from ask_api.openapi import OpenApi
 from ask_api.openapi_parts import AUDIT_HEAD
+from ask_api.response_reached import send_whole
 from ask_api.schemas import (
     SURROGATE,
     AnswerBody,

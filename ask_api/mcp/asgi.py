@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 from starlette.types import ASGIApp, Message, Scope
 
-from ask_api.delivery import end_whole
+from ask_api.response_reached import end_whole
 
 log = logging.getLogger("aye.mcp")
 
