@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from bot.cli.text import joined, line
+from core.domain.bounds import between
 
 TEXT, CHOICE, MULTI, CONFIRM, ACK, FORM = "text", "choice", "multi", "confirm", "ack", "form"
 # Answered by an outside system through its signed door, never by a person.
@@ -108,27 +109,17 @@ def takes(spec: dict[str, Any]) -> str:
             words.append("one of: " + joined(spec["enum"]))
         if spec.get("format"):
             words.append(f"format {line(spec['format'])}")
-        words.append(_between(spec.get("minLength"), spec.get("maxLength"), " characters"))
+        words.append(between(spec.get("minLength"), spec.get("maxLength"), " characters", shown=line))
         if spec.get("pattern"):
             words.append(f"pattern {line(spec['pattern'])}")
     elif kind in ("integer", "number"):
-        words.append(_between(spec.get("minimum"), spec.get("maximum"), ""))
+        words.append(between(spec.get("minimum"), spec.get("maximum"), "", shown=line))
     elif kind == "array":
         values = (spec.get("items") or {}).get("enum") if isinstance(spec.get("items"), dict) else None
         if isinstance(values, list):
             words.append("any of: " + joined(values))
-        words.append(_between(spec.get("minItems"), spec.get("maxItems"), " picked"))
+        words.append(between(spec.get("minItems"), spec.get("maxItems"), " picked", shown=line))
     return ", ".join(w for w in words if w)
-
-
-def _between(low: Any, high: Any, unit: str) -> str:
-    if low is not None and high is not None:
-        return f"{line(low)} to {line(high)}{unit}"
-    if low is not None:
-        return f"at least {line(low)}{unit}"
-    if high is not None:
-        return f"at most {line(high)}{unit}"
-    return ""
 
 
 def media_lines(ask: dict[str, Any]) -> list[str]:

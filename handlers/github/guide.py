@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from core.app.ports import AskRow
-from core.domain import formats, forms, rules
+from core.domain import bounds, formats, forms, rules
 
 from . import cut, inert
 from .cut import WHOLE, Rooms
@@ -156,27 +156,18 @@ def _takes(spec: dict[str, Any]) -> str:
         shapes = {"email": "an email address", "uri": "a URL", "date": "a date like `2026-12-01`"}
         if spec.get("format") in shapes:
             words = [shapes[spec["format"]]]
-        words.append(_between(spec.get("minLength"), spec.get("maxLength"), " characters"))
+        words.append(bounds.between(spec.get("minLength"), spec.get("maxLength"), " characters",
+                                    lead="from "))
         if spec.get("pattern"):
             words.append("matching " + inert.code_span(str(spec["pattern"])))
     elif kind in ("integer", "number"):
-        words.append(_between(spec.get("minimum"), spec.get("maximum"), ""))
+        words.append(bounds.between(spec.get("minimum"), spec.get("maximum"), "", lead="from "))
     elif kind == "array":
         values = (spec.get("items") or {}).get("enum") or []
         words = ["a list of " + ", ".join(inert.code_span(v) for v in values)]
-        picks = _between(spec.get("minItems"), spec.get("maxItems"), "")
-        words.append(f"(pick {picks.removeprefix('from ')})" if picks else "")
+        picks = bounds.between(spec.get("minItems"), spec.get("maxItems"))
+        words.append(f"(pick {picks})" if picks else "")
     return " ".join(w for w in words if w)
-
-
-def _between(low: Any, high: Any, unit: str) -> str:
-    if low is not None and high is not None:
-        return f"from {low} to {high}{unit}"
-    if low is not None:
-        return f"at least {low}{unit}"
-    if high is not None:
-        return f"at most {high}{unit}"
-    return ""
 
 
 # -- media -----------------------------------------------------------------------------------
