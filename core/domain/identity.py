@@ -25,6 +25,7 @@ hashes that surfaces show (pure).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import unicodedata
 from collections.abc import Mapping
@@ -183,3 +184,39 @@ def start_sha256(agent: str, work: Mapping[str, Any] | None) -> str:
     """A start's identity: the agent and the work without its kind, so a start refused for
     `octo/app#7` stays refused whatever `type` a later start claims."""
     return sha256(canonical({"agent": agent, "start": work_key(work)}))
+
+
+# -- a question's body and an answer's text, and an input as shown --------------------------
+
+
+def canonical_json(value: Any) -> str:
+    """Key order and whitespace do not matter: the same data gives the same text. For a
+    question's body and an answer's text only: a call's identity, and the input an approval
+    shows, are `canonical`'s, above."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ShownInput:
+    """An approval's input as a surface can show it: `text` (its canonical form, at most the
+    surface's limit), whether that is all of it, and `sha256`, the input's `input_sha256`
+    (the SHA-256 of exactly that canonical text), which every surface
+    shows by that name, with where to read the input whole (`aye show REF`) when it cuts."""
+
+    text: str
+    whole: bool
+    sha256: str
+
+
+def input_shown(call_input: Any, limit: int) -> ShownInput:
+    """As much of the input as fits in `limit` characters; never cut silently (see ShownInput)."""
+    whole = canonical(call_input)
+    full, sha = whole.decode(), sha256(whole)
+    if len(full) <= limit:
+        return ShownInput(full, True, sha)
+    return ShownInput(full[:limit], False, sha)
+
+
+def digest(value: Any) -> str:
+    """For a question's body (its idempotency key's check); never a call's identity."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
