@@ -29,7 +29,7 @@ from ask_api.http import ApiError, DuplicateKeyError, field_path, json_of, read_
 from ask_api.schemas import unusable
 from aye_client.verifiers import Verifier
 from core.app.service import Service
-from core.domain import external, payloads, rules
+from core.domain import external, payloads, refs, vocabulary
 from core.domain.bodies import encoding_problem
 from core.domain.forms import Misfit
 from core.domain.logline import emit
@@ -99,19 +99,19 @@ class Door:
             # anyone else, only that the signature did not pass.
             if not signed_by:
                 if ask is not None:
-                    emit(log, "external.unsigned", id=ask.id, ref=rules.ref(ask))
+                    emit(log, "external.unsigned", id=ask.id, ref=refs.ref(ask))
                 raise _unsigned()
             if ask is not None and verifier is None:
                 log.warning("external ask %s names verifier %s, which is no longer configured",
                             ask.id, ask.verifier)
             raise _dead()
         payload, unreadable, code = None, None, "invalid_payload"
-        if ask.status == rules.OPEN:
+        if ask.status == vocabulary.OPEN:
             payload, unreadable, code = _payload(body)
         done = await self.asks.deliver_external(
             ask, external.digest(body, self.key), payload, unreadable
         )
-        emit(log, "external.delivery", id=ask.id, ref=rules.ref(ask), verifier=verifier.name,
+        emit(log, "external.delivery", id=ask.id, ref=refs.ref(ask), verifier=verifier.name,
              outcome=done.outcome)
         if done.outcome in ("taken", "already_answered"):
             return web.json_response({"outcome": done.outcome})

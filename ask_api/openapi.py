@@ -42,7 +42,7 @@ from ask_api.openapi_parts import (
 )
 from ask_api.schemas import AnswerBody, Bodies, OutcomeBody, WaitBody
 from core.app.service import EVENT_NAMES
-from core.domain import rules
+from core.domain import vocabulary
 
 
 def parameters() -> dict[str, dict[str, Any]]:
@@ -60,7 +60,7 @@ def parameters() -> dict[str, dict[str, Any]]:
                                      "maximum": bounds.MAX_WAIT_S,
                                      "default": bounds.DEFAULT_WAIT_S},
                          f"seconds to park at most; {digits}"),
-        "status": query("status", {"type": "string", "enum": ["", *rules.STATUSES]},
+        "status": query("status", {"type": "string", "enum": ["", *vocabulary.STATUSES]},
                         "only asks of this status; absent or empty: every status"),
         "limit": query("limit", {"type": "integer", "minimum": 1, "maximum": bounds.MAX_LIMIT,
                                  "default": bounds.DEFAULT_LIMIT}, f"asks a page; {digits}"),

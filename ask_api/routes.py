@@ -27,7 +27,7 @@ from ask_api.tokens import Caller, TokenBook
 from ask_api.views import ask_view, decision_body, operator_view
 from core.app.ports import AskRow, CallDecision
 from core.app.service import NotReportable, NotYours, Service
-from core.domain import external, formats, rules
+from core.domain import external, formats, refs, vocabulary
 from core.domain.answering import Attempt
 from core.domain.ask import is_external
 from core.domain.kinds import Kinds
@@ -47,9 +47,9 @@ __all__ = ["ApiError", "AskApi", "errors"]
 def taken(ask: Any, now: Any) -> dict[str, Any]:
     """The answer route's 200: taken, and for an approval still short of its quorum, the
     count so far."""
-    out: dict[str, Any] = {"outcome": "taken", "ref": rules.ref(ask)}
+    out: dict[str, Any] = {"outcome": "taken", "ref": refs.ref(ask)}
     needed = getattr(now, "approvals_needed", None) or 1
-    if now is not None and needed > 1 and now.status == rules.OPEN:
+    if now is not None and needed > 1 and now.status == vocabulary.OPEN:
         out.update(approvals=len(now.approvers or []), needed=needed)
     return out
 
@@ -272,9 +272,9 @@ class AskApi:
     async def list(self, request: web.Request) -> web.StreamResponse:
         caller = request[CALLER]
         status = request.query.get("status") or None
-        if status is not None and status not in rules.STATUSES:
+        if status is not None and status not in vocabulary.STATUSES:
             raise ApiError(
-                422, "invalid_field", f"status: one of {', '.join(rules.STATUSES)}", "status"
+                422, "invalid_field", f"status: one of {', '.join(vocabulary.STATUSES)}", "status"
             )
         limit = int_param(
             request.query.get("limit", str(DEFAULT_LIMIT)), "limit", 1, MAX_LIMIT,
@@ -311,7 +311,7 @@ class AskApi:
         if result.taken:
             return web.json_response(taken(ask, result.ask))
         reason = result.reason or "closed"
-        said = rules.REASONS.get(reason, reason)
+        said = vocabulary.REASONS.get(reason, reason)
         if reason in ("not_a_responder", "self_approval", "sign_in_required"):
             raise ApiError(403, reason, f"refused: {said}")
         if reason == "already_approved":

@@ -14,7 +14,7 @@ from aiohttp import web
 from ask_api.tokens import Caller
 from ask_api.views import ask_view, operator_view
 from core.app.service import Event, Service, Subscriber
-from core.domain import rules
+from core.domain import vocabulary
 
 HEARTBEAT_S = 15.0
 MAX_ID = 2**63 - 1
@@ -34,7 +34,7 @@ def shown(caller: Caller, ask: Any) -> dict[str, Any]:
     """The ask as this caller sees it, never with a sensitive value (an event is not a read:
     the agent reads the value with GET or wait, which erases it)."""
     view = operator_view(ask, None) if caller.is_operator else ask_view(ask)
-    if ask.sensitive and ask.status == rules.ANSWERED:
+    if ask.sensitive and ask.status == vocabulary.ANSWERED:
         view["answer"] = {"value": None, "option": None, "note": None, "hidden": True}
     return view
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.app.ports import AskRow, CallDecision
-from core.domain import external, formats, identity, rules
+from core.domain import external, formats, identity, refs, vocabulary
 from core.domain.ask import is_approval, is_start
 from core.domain.policy import START_REFUSED
 
@@ -22,7 +22,7 @@ def iso(ts: float | None) -> str | None:
 
 
 def _answer(ask: AskRow, operator: bool) -> dict[str, Any] | None:
-    if ask.status != rules.ANSWERED:
+    if ask.status != vocabulary.ANSWERED:
         return None
     if ask.erased:
         return {"value": None, "option": None, "note": None, "erased": True}
@@ -40,7 +40,7 @@ def question(ask: AskRow) -> str:
     """An approval stores the operation; the API words it as a question."""
     if is_start(ask):
         title = (ask.call_input or {}).get("title") if isinstance(ask.call_input, dict) else None
-        where = rules.work_key(ask.work) or "this work"
+        where = identity.work_key(ask.work) or "this work"
         return f"May {ask.agent} start on {where}?" + (f" ({title})" if title else "")
     if is_approval(ask) and ask.operation:
         return f"Approve {ask.operation}?"
@@ -49,7 +49,7 @@ def question(ask: AskRow) -> str:
 
 def context(ask: AskRow) -> str | None:
     if is_approval(ask) and ask.operation:
-        shown = rules.input_shown(ask.call_input, INPUT_SHOWN_MAX)
+        shown = identity.input_shown(ask.call_input, INPUT_SHOWN_MAX)
         return f"Input: {shown.text}" + ("" if shown.whole else "…")
     return ask.context
 
@@ -58,7 +58,7 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
     """What the agent that asked sees: never where it went or who answered."""
     view: dict[str, Any] = {
         "id": ask.id,
-        "ref": rules.ref(ask),
+        "ref": refs.ref(ask),
         "kind": ask.kind,
         "status": ask.status,
         "question": question(ask),
@@ -81,9 +81,9 @@ def ask_view(ask: AskRow) -> dict[str, Any]:
     if is_approval(ask):
         view["operation"] = ask.operation
         view["input"] = ask.call_input
-        if ask.status != rules.OPEN:
+        if ask.status != vocabulary.OPEN:
             view["outcome"] = ask.outcome
-            if ask.outcome == rules.APPROVAL_REFUSED:
+            if ask.outcome == vocabulary.APPROVAL_REFUSED:
                 view["by"] = ask.answered_by
         if ask.run_outcome is not None:
             view["run"] = {"outcome": ask.run_outcome, "detail": ask.run_detail,
@@ -123,7 +123,7 @@ def operator_view(
         view["ticket"] = state  # never the ticket itself
     if ask.remind_at is not None:
         view["remind_at"], view["reminded_at"] = iso(ask.remind_at), iso(ask.reminded_at)
-    if remembered_for and ask.outcome == rules.APPROVAL_REFUSED and ask.closed_at is not None:
+    if remembered_for and ask.outcome == vocabulary.APPROVAL_REFUSED and ask.closed_at is not None:
         view["remembered_until"] = iso(ask.closed_at + remembered_for)
     if history is not None:
         view["history"] = [_entry(entry) for entry in history]

@@ -44,7 +44,7 @@ from core.app import tally
 from core.app.parts import Parts
 from core.app.service import Service
 from core.app.tally import Tally
-from core.domain import rules
+from core.domain import vocabulary
 from store.asks import ASKS
 from store.models import AskRow
 from store.outbox import OUTBOX
@@ -55,8 +55,8 @@ PATH = "/metrics"
 # What generate_latest writes: the classic text format every Prometheus reads (the library's
 # own choice when a scraper negotiates nothing; its CONTENT_TYPE_LATEST now names 1.0.0).
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
-KINDS = (rules.QUESTION, rules.APPROVAL)
-CLOSED = (rules.ANSWERED, rules.EXPIRED, rules.WITHDRAWN)
+KINDS = (vocabulary.QUESTION, vocabulary.APPROVAL)
+CLOSED = (vocabulary.ANSWERED, vocabulary.EXPIRED, vocabulary.WITHDRAWN)
 # A parked wait lasts up to 300 s and an event stream for hours: the top buckets hold them.
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 # People answer in seconds to days.
@@ -70,7 +70,7 @@ CLIENT_GONE = 499
 
 A, OB = ASKS.c, OUTBOX.c
 # Built once: each is one GROUP BY on an indexed column (ix_asks_status_seq, ix_outbox_due).
-OPEN_BY_KIND = select(A.kind, func.count()).where(A.status == rules.OPEN).group_by(A.kind)
+OPEN_BY_KIND = select(A.kind, func.count()).where(A.status == vocabulary.OPEN).group_by(A.kind)
 PENDING_BY_SURFACE = (
     select(OB.surface, func.count(), func.min(OB.created_at))
     .where(OB.due_at.is_not(None)).group_by(OB.surface)
@@ -231,7 +231,7 @@ class Counts(Tally):
 
     def closed(self, ask: AskRow, status: str, at: float) -> None:
         self.asks_closed.labels(ask.kind, status).inc()
-        if status == rules.ANSWERED:
+        if status == vocabulary.ANSWERED:
             self.answer_seconds.labels(ask.kind).observe(max(at - ask.created_at, 0.0))
 
     def fired(self, action: str, late_s: float) -> None:

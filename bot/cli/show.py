@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.cli import formats as cli_formats
 from bot.cli.text import block, joined, line, relative, when
-from core.domain.rules import REASONS
 from core.domain.visible import HIDDEN_WARNING, approval_hides, visible_json
+from core.domain.vocabulary import REASONS
 
 START = "human.start"  # the operation a start's approval is recorded as
 HASHES = ("input_sha256", "call_sha256")

@@ -11,7 +11,7 @@ from typing import Any
 from core.app import approving, reading
 from core.app.parts import Parts
 from core.app.ports import AnswerResult, AuthorUnknown
-from core.domain import answering, rules
+from core.domain import answering, refs, vocabulary
 from core.domain.answering import Attempt
 from core.domain.forms import Misfit
 from core.domain.logline import emit
@@ -44,7 +44,7 @@ async def answer(
             return await refuse(parts, ask, person, why, surface, follow_up=follow_up, seen=seen)
         return await approving.approve(parts, ask, person, note, surface, follow_up, seen)
     values = {
-        "status": rules.ANSWERED, "answer_value": verdict.value,
+        "status": vocabulary.ANSWERED, "answer_value": verdict.value,
         "answer_option": verdict.option, "answer_note": _note(note),
         "answered_by": str(person), "answer_surface": surface, "outcome": verdict.outcome,
         "closed_at": now, "due_at": None, **(extra or {}),
@@ -55,12 +55,12 @@ async def answer(
         if won:
             outcome = {"outcome": verdict.outcome} if verdict.outcome else {}
             ch.history("answered", {**by, **outcome})
-            ch.log("ask.answered", id=ask.id, ref=rules.ref(ask), by=str(person),
+            ch.log("ask.answered", id=ask.id, ref=refs.ref(ask), by=str(person),
                    surface=surface, outcome=verdict.outcome)
         else:
             # Another answer committed between our read and this write: it won.
             ch.history("late", {"by": str(person), "why": "answered", "surface": surface})
-            ch.log("ask.late", id=ask.id, ref=rules.ref(ask), by=str(person), surface=surface)
+            ch.log("ask.late", id=ask.id, ref=refs.ref(ask), by=str(person), surface=surface)
         ch.follow_up(follow_up, won, None if won else "answered")
     if not won:
         return AnswerResult(False, "answered", await reading.by_seq(parts, ask.seq or 0))
@@ -91,19 +91,19 @@ async def refuse(
         detail.update(answering.refused_detail(ask, given, misfit))
         ch.history(event, detail)
         ch.follow_up(follow_up, False, reason)
-        ch.log(f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=reason,
+        ch.log(f"answer.{event}", id=ask.id, ref=refs.ref(ask), by=str(person), why=reason,
                surface=surface)
     return AnswerResult(False, reason, ask, misfit)
 
 
 async def withdraw(parts: Parts, ask: AskRow, by: str) -> AskRow | None:
     """Withdraw an open ask; None when it was no longer open."""
-    values = {"status": rules.WITHDRAWN, "closed_at": parts.clock.now(), "due_at": None}
+    values = {"status": vocabulary.WITHDRAWN, "closed_at": parts.clock.now(), "due_at": None}
     async with parts.change(ask) as ch:
         won = await ch.close_if_open(values)
         if won:
             ch.history("withdrawn", {"by": by})
-            ch.log("ask.withdrawn", id=ask.id, ref=rules.ref(ask), by=by)
+            ch.log("ask.withdrawn", id=ask.id, ref=refs.ref(ask), by=by)
     if not won:
         return None
     return await reading.by_seq(parts, ask.seq or 0)

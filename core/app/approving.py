@@ -8,7 +8,7 @@ from __future__ import annotations
 from core.app.change import Change
 from core.app.parts import Parts
 from core.app.ports import AnswerResult
-from core.domain import answering, rules
+from core.domain import answering, refs, vocabulary
 from core.domain.responders import Responder
 from core.domain.types import FollowUp, Seen
 from store.models import AskRow
@@ -27,11 +27,11 @@ async def approve(
         if why is None:
             approvers = [*(row.approvers or []), str(person)]
             closed = await _count(ch, row, approvers, note, surface)
-            ch.log("ask.approved", id=ask.id, ref=rules.ref(ask), by=str(person),
+            ch.log("ask.approved", id=ask.id, ref=refs.ref(ask), by=str(person),
                    count=len(approvers), needed=row.approvals_needed or 1)
         else:
             ch.history(event, {"by": str(person), "why": why, "surface": surface})
-            ch.log(f"answer.{event}", id=ask.id, ref=rules.ref(ask), by=str(person), why=why)
+            ch.log(f"answer.{event}", id=ask.id, ref=refs.ref(ask), by=str(person), why=why)
         ch.follow_up(follow_up, why is None, why)
     if why is not None:
         return AnswerResult(False, why, row)
@@ -52,11 +52,11 @@ async def _count(
         ch.history("approved", {**by, "count": len(approvers), "needed": needed}, row)
         return None
     values = {
-        "status": rules.ANSWERED, "answer_value": rules.APPROVE, "answer_option": 1,
+        "status": vocabulary.ANSWERED, "answer_value": vocabulary.APPROVE, "answer_option": 1,
         "answer_note": note.strip() if note and note.strip() else None,
-        "answered_by": approvers[-1], "answer_surface": surface, "outcome": rules.APPROVED,
+        "answered_by": approvers[-1], "answer_surface": surface, "outcome": vocabulary.APPROVED,
         "closed_at": ch.now, "due_at": None, "approvers": approvers,
     }
     await ch.close_if_open(values, row)
-    ch.history("answered", {**by, "outcome": rules.APPROVED, "approvers": approvers}, row)
+    ch.history("answered", {**by, "outcome": vocabulary.APPROVED, "approvers": approvers}, row)
     return row.model_copy(update=values)

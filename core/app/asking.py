@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.app.parts import Parts
-from core.domain import external, rules
+from core.domain import external, identity, vocabulary
 from core.domain.ask import AskValues
 from core.domain.responders import Responder
 from core.domain.types import AgentInfo, KeyReused, NewAsk, NoReachableResponder
@@ -25,7 +25,7 @@ async def create_question(parts: Parts, agent: AgentInfo, new: NewAsk) -> tuple[
     responders = parts.people.expand(agent.responders or parts.defaults.responders)
     if new.verifier is not None:  # an outside system answers it, through its door alone
         responders = [external.responder(new.verifier)]
-    body_hash = rules.digest(new.body)
+    body_hash = identity.digest(new.body)
     if new.key is not None:
         earlier = await _by_key(parts, agent.name, new.key, body_hash)
         if earlier is not None:
@@ -34,7 +34,7 @@ async def create_question(parts: Parts, agent: AgentInfo, new: NewAsk) -> tuple[
         raise NoReachableResponder
     now = parts.clock.now()
     deadline = new.deadline or now + (new.timeout_s or parts.defaults.question_timeout)
-    values = new_ask_values(agent.name, rules.QUESTION, new.work, responders, now, deadline)
+    values = new_ask_values(agent.name, vocabulary.QUESTION, new.work, responders, now, deadline)
     values.update(AskValues(
         question=new.question, options=new.options, context=new.context,
         idem_key=new.key, body_hash=body_hash, sensitive=new.sensitive, format=new.format,
@@ -82,7 +82,7 @@ def new_ask_values(
 ) -> AskValues:
     """The columns every new ask has."""
     return {
-        "id": uuid.uuid4().hex, "agent": agent, "kind": kind, "status": rules.OPEN,
-        "work": work, "work_key": rules.work_key(work), "responders": [str(r) for r in responders],
+        "id": uuid.uuid4().hex, "agent": agent, "kind": kind, "status": vocabulary.OPEN,
+        "work": work, "work_key": identity.work_key(work), "responders": [str(r) for r in responders],
         "deadline": deadline, "due_at": deadline, "created_at": now,
     }

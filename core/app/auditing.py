@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.app.parts import Parts
-from core.domain import replay, rules
+from core.domain import refs, replay
 from core.domain.receipts import ALG
 from store import audit, chain
 
@@ -165,6 +165,6 @@ def contradicted(rows: list[dict[str, Any]], entries: list[dict[str, Any]]) -> l
     for row in rows:
         found = replay.contradictions(row, by_ask.get(str(row["id"]), []))
         if found:
-            ref = rules.ref_for(int(row["seq"]), str(row["kind"]), bool(row.get("ref_base36")))
+            ref = refs.ref_for(int(row["seq"]), str(row["kind"]), bool(row.get("ref_base36")))
             said.append(f"{ref}: {'; '.join(found)}")
     return said

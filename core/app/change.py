@@ -35,7 +35,7 @@ from core.app import counting, receipts
 from core.app.ports import CLOSE, ESCALATE, POST, RAN, REMIND, UPDATE
 from core.app.reads import Reads
 from core.app.stream import ANSWERED, CREATED, ESCALATED, EXPIRED, OUTCOME, WITHDRAWN
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.ask import AskValues, is_approval
 from core.domain.logline import emit
 from core.domain.types import AgentInfo, AlreadySeen, FollowUp, Seen
@@ -54,12 +54,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("aye.asks")
 
 # The event each way of closing records.
-CLOSED_EVENT = {rules.ANSWERED: ANSWERED, rules.EXPIRED: EXPIRED, rules.WITHDRAWN: WITHDRAWN}
+CLOSED_EVENT = {vocabulary.ANSWERED: ANSWERED, vocabulary.EXPIRED: EXPIRED, vocabulary.WITHDRAWN: WITHDRAWN}
 
 
 def deciding(ask: AskRow) -> bool:
     """Whether a change about `ask` may decide an approval of a call, and so sign its receipt."""
-    return ask.status == rules.OPEN and ask.operation is not None and is_approval(ask)
+    return ask.status == vocabulary.OPEN and ask.operation is not None and is_approval(ask)
 
 
 @dataclass(slots=True)
@@ -148,7 +148,7 @@ class Change:
         self.outbox(POST, ask)
         self.event(CREATED, ask, notify=notify, at=ask.created_at)
         self.after.created.append(ask)
-        self.log("ask.created", id=ask.id, ref=rules.ref(ask), kind=ask.kind, agent=ask.agent)
+        self.log("ask.created", id=ask.id, ref=refs.ref(ask), kind=ask.kind, agent=ask.agent)
 
     async def close_if_open(self, values: dict[str, Any], ask: AskRow | None = None) -> bool:
         """Close the ask with `values` (its `status` among them) if it is still open: the one

@@ -4,7 +4,7 @@ rather than never after a restart (due times live in the store, indexed)."""
 from __future__ import annotations
 
 from core.app.parts import Parts
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.ask import is_approval
 from store import asks as q
 from store.models import AskRow
@@ -46,7 +46,7 @@ async def _remind(parts: Parts, ask: AskRow) -> int:
         if won:
             ch.history("reminded", {})
             ch.fired("remind", ch.now - (ask.remind_at or ch.now))
-            ch.log("ask.reminded", id=ask.id, ref=rules.ref(ask))
+            ch.log("ask.reminded", id=ask.id, ref=refs.ref(ask))
     return int(won)
 
 
@@ -56,17 +56,17 @@ async def _escalate(parts: Parts, ask: AskRow) -> int:
         if won:
             ch.history("escalated", {"to": ask.escalate_responders, "until": ask.deadline})
             ch.fired("escalate", ch.now - (ask.escalate_at or ch.now))
-            ch.log("ask.escalated", id=ask.id, ref=rules.ref(ask))
+            ch.log("ask.escalated", id=ask.id, ref=refs.ref(ask))
     return int(won)
 
 
 async def _expire(parts: Parts, ask: AskRow) -> int:
-    outcome = rules.APPROVAL_TIMED_OUT if is_approval(ask) else None
+    outcome = vocabulary.APPROVAL_TIMED_OUT if is_approval(ask) else None
     async with parts.change(ask) as ch:
-        values = {"status": rules.EXPIRED, "closed_at": ch.now, "due_at": None, "outcome": outcome}
+        values = {"status": vocabulary.EXPIRED, "closed_at": ch.now, "due_at": None, "outcome": outcome}
         won = await ch.close_if_open(values)
         if won:
             ch.history("expired", {})
             ch.fired("expire", ch.now - ask.deadline)
-            ch.log("ask.expired", id=ask.id, ref=rules.ref(ask), outcome=outcome)
+            ch.log("ask.expired", id=ask.id, ref=refs.ref(ask), outcome=outcome)
     return int(won)

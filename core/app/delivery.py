@@ -10,7 +10,7 @@ from typing import Any
 
 from core.app import counting
 from core.app.parts import Parts
-from core.domain import rules
+from core.domain import refs
 from store import outbox, posts
 from store.models import AskRow, OutboxRow
 
@@ -25,7 +25,7 @@ async def record_posted(
     async with parts.change(ask) as ch:
         await ch.record_posted(surface, location)
         ch.history("posted", {"surface": surface, "where": where})
-        ch.log("ask.posted", id=ask.id, ref=rules.ref(ask), surface=surface, where=where)
+        ch.log("ask.posted", id=ask.id, ref=refs.ref(ask), surface=surface, where=where)
 
 
 async def post_location(parts: Parts, ask: AskRow, surface: str) -> dict[str, Any] | None:
@@ -42,7 +42,7 @@ async def record_undelivered(
         if row_id is not None:
             await ch.bury(row_id, why)
         ch.history("undelivered", {"surface": surface, "action": action, "why": why})
-        ch.log("ask.undelivered", level=logging.WARNING, id=ask.id, ref=rules.ref(ask),
+        ch.log("ask.undelivered", level=logging.WARNING, id=ask.id, ref=refs.ref(ask),
                surface=surface, action=action, why=why)
 
 

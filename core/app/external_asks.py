@@ -11,7 +11,7 @@ from typing import Any
 from core.app import answers
 from core.app.parts import Parts
 from core.app.ports import AnswerResult
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.answering import INVALID_ANSWER, Attempt
 from core.domain.external import SURFACE, responder, ticket_hash
 from core.domain.forms import Misfit
@@ -38,7 +38,7 @@ async def deliver(
     one conditional write, remembering the delivery's `seen` digest; a payload that does not
     fit the ask's schema, or that the door could not read at all (`unreadable`: not JSON, not
     UTF-8), is refused and recorded, and the ticket stays usable."""
-    if ask.status != rules.OPEN:
+    if ask.status != vocabulary.OPEN:
         return Delivered("already_answered" if ask.delivery_digest == seen else "dead")
     person = responder(ask.verifier or "")
     if unreadable is not None:
@@ -54,7 +54,7 @@ async def deliver(
     now = result.ask  # another delivery or a withdrawal won the race
     if now is not None and now.delivery_digest == seen:
         return Delivered("already_answered", result)
-    emit(log, "external.dead", id=ask.id, ref=rules.ref(ask), why=result.reason)
+    emit(log, "external.dead", id=ask.id, ref=refs.ref(ask), why=result.reason)
     return Delivered("dead", result)
 
 

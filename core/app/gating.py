@@ -12,7 +12,7 @@ from core.app import receipts
 from core.app.asking import insert, new_ask_values
 from core.app.parts import Parts
 from core.app.ports import CallDecision
-from core.domain import identity, rules
+from core.domain import identity, vocabulary
 from core.domain.ask import AskValues
 from core.domain.gate_decision import Allow, Ask, CallFacts, Refuse, Unreachable, Wait, decide_call
 from core.domain.logline import emit
@@ -159,9 +159,9 @@ def approval_values(
     total = gate.timeout + (gate.escalate.timeout if gate.escalate else 0.0)
     if timeout_s is not None:
         total = min(total, timeout_s)
-    values = new_ask_values(agent, rules.APPROVAL, work, [], now, now + total)
+    values = new_ask_values(agent, vocabulary.APPROVAL, work, [], now, now + total)
     values.update(AskValues(
-        question=operation, options=list(rules.APPROVAL_OPTIONS), context=None,
+        question=operation, options=list(vocabulary.APPROVAL_OPTIONS), context=None,
         operation=operation, call_input=input_,
         approvals_needed=gate.approvals if gate.approvals > 1 else None,
         self_check=gate.prevent_self_approval or None, sign_in_within=gate.sign_in_within,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from core.app import answers, reading
 from core.app.parts import Parts
 from core.app.ports import AnswerResult
-from core.domain import answering, rules
+from core.domain import answering, refs
 from core.domain.answering import AMBIGUOUS, NO_OPEN_ASK, Ambiguous, Attempt, Reply, Target
 from core.domain.responders import Responder
 from core.domain.types import FollowUp, Seen
@@ -71,7 +71,7 @@ async def _named(
     parts: Parts, reply: Reply, said: Said, open_asks: list[AskRow]
 ) -> tuple[AskRow | None, bool]:
     """The ask the reply's ref names if it is this work's, and whether it names another's."""
-    parsed = rules.parse_ref(reply.ref) if reply.ref is not None else None
+    parsed = refs.parse_ref(reply.ref) if reply.ref is not None else None
     if reply.ref is None or parsed is None:
         return None, False
     for ask in open_asks:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.app.parts import Parts
 from core.app.reading import find
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.ask import is_approval
 from core.domain.policy import gate_for
 from core.domain.types import AgentInfo
@@ -80,7 +80,7 @@ async def report(
     ask = await find(parts, approval, agent.name) if approval.isascii() else None
     if ask is None or not is_approval(ask) or ask.operation is None:
         raise NotYours(approval)
-    if ask.outcome != rules.APPROVED:
+    if ask.outcome != vocabulary.APPROVED:
         raise NotReportable("not_approved", "this approval was not approved: nothing ran on it")
     asked, use = use, which_use(ask, use)
     now = parts.clock.now()
@@ -92,7 +92,7 @@ async def report(
         if won:
             ch.history("outcome", {"by": f"agent:{ask.agent}", "outcome": outcome,
                                    "detail": detail, "usable_again": give_back, "use": use})
-            ch.log("call.outcome", id=ask.id, ref=rules.ref(ask), outcome=outcome, use=use,
+            ch.log("call.outcome", id=ask.id, ref=refs.ref(ask), outcome=outcome, use=use,
                    usable_again=give_back)
     if not won:
         raise NotReportable("already_reported", f"what ran after use {use} of this approval "

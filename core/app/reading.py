@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.app.parts import Parts
-from core.domain import answering, rules
+from core.domain import answering, refs, vocabulary
 from core.domain.logline import emit
 from core.domain.responders import Responder, admitted
 from store import asks as q
@@ -149,7 +149,7 @@ async def mark_read(parts: Parts, ask: AskRow) -> bool:
     False when `ask` (as the caller read it) holds a sensitive answer that another read
     erased first. The store decides which read wins."""
     erase = _erasable(ask)
-    if ask.status == rules.OPEN or (ask.read_at is not None and not erase):
+    if ask.status == vocabulary.OPEN or (ask.read_at is not None and not erase):
         return True
     values: dict[str, Any] = {"read_at": parts.clock.now()}
     if erase:
@@ -160,7 +160,7 @@ async def mark_read(parts: Parts, ask: AskRow) -> bool:
             ch.history("read", {"erased": True} if erase else {})
     if erase and won:
         await parts.store.checkpoint()
-        emit(log, "ask.erased", id=ask.id, ref=rules.ref(ask))
+        emit(log, "ask.erased", id=ask.id, ref=refs.ref(ask))
     return won or not erase
 
 
@@ -175,7 +175,7 @@ def read_later(parts: Parts, ask: AskRow) -> None:
 
 async def find(parts: Parts, ident: str, agent: str | None = None) -> AskRow | None:
     """An ask by id or ref; with `agent`, only that agent's."""
-    parsed = rules.parse_ref(ident) if len(ident) <= 9 else None
+    parsed = refs.parse_ref(ident) if len(ident) <= 9 else None
     async with parts.store.read() as conn:
         if parsed is not None:
             return await q.by_ref(conn, parsed.kind, parsed.candidates, agent)
@@ -270,4 +270,4 @@ async def histories(parts: Parts, seqs: list[int]) -> dict[int, list[dict[str, A
 
 
 def _erasable(ask: AskRow) -> bool:
-    return bool(ask.sensitive and ask.status == rules.ANSWERED and not ask.erased)
+    return bool(ask.sensitive and ask.status == vocabulary.ANSWERED and not ask.erased)

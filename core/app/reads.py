@@ -23,7 +23,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from core.domain import rules
+from core.domain import vocabulary
 from store.models import AskRow
 
 
@@ -53,7 +53,7 @@ class Reads:
 
     def add(self, ask: AskRow) -> None:
         """Record the agent's read of `ask` soon (nothing to do if it is open or read)."""
-        if ask.status == rules.OPEN or ask.read_at is not None or ask.seq is None:
+        if ask.status == vocabulary.OPEN or ask.read_at is not None or ask.seq is None:
             return
         self._queue.setdefault(ask.seq, (ask, asyncio.get_running_loop().time()))
         self._start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from core.app import reading
 from core.app.parts import Parts
-from core.domain import rules
+from core.domain import refs
 from core.domain.responders import Responder
 from store import search as q
 from store.db import Conn
@@ -34,7 +34,7 @@ async def search(
     """A page of the asks matching `words` that `who` may see, newest first, and the next
     page's cursor (None on the last)."""
     words = words.strip()[:MAX_WORDS]
-    parsed = rules.parse_ref(words)
+    parsed = refs.parse_ref(words)
     ref = None if parsed is None else (parsed.kind, parsed.candidates)
     names = None if who is None else reading._names(parts, who)
 

@@ -11,7 +11,7 @@ from core.app.asking import insert
 from core.app.gating import ALLOW, PENDING, REFUSE, approval_values, named_hashes, open_call
 from core.app.parts import Parts
 from core.app.ports import CallDecision, KindUnknown
-from core.domain import identity, rules
+from core.domain import identity, vocabulary
 from core.domain.ask import AskValues
 from core.domain.logline import emit
 from core.domain.policy import START, START_REFUSED, Gate, any_kind_gate_for, start_gate_for
@@ -58,7 +58,7 @@ async def start_gate(parts: Parts, agent: str, work: dict[str, Any]) -> Gate | N
     agent's `type`; when it cannot be read, the start is gated as any kind it could be (the
     claimed kind's gate first, else the most specific gate of any kind of that surface), so a
     claim can never take a start out of every gate."""
-    claimed = start_gate_for(parts.gates, rules.work_kind(work), agent)
+    claimed = start_gate_for(parts.gates, identity.work_kind(work), agent)
     surface = identity.work_surface(work)
     if surface is None or not any(g.names_kinds_within(surface, agent) for g in parts.gates):
         return claimed
@@ -66,7 +66,7 @@ async def start_gate(parts: Parts, agent: str, work: dict[str, Any]) -> Gate | N
         kind = await parts.places.kind_of(work)
     except KindUnknown as exc:
         emit(log, "start.kind_unknown", level=logging.WARNING, agent=agent,
-             work=rules.work_key(work), why=str(exc))
+             work=identity.work_key(work), why=str(exc))
         return claimed or any_kind_gate_for(parts.gates, surface, agent)
     return start_gate_for(parts.gates, kind, agent)
 
@@ -74,13 +74,13 @@ async def start_gate(parts: Parts, agent: str, work: dict[str, Any]) -> Gate | N
 def _decided(latest: AskRow | None) -> CallDecision | None:
     """What an earlier start of this work by this agent decided, if anything: pending,
     allowed (for good), or cancelled (refused or timed out, for good)."""
-    if latest is None or latest.status == rules.WITHDRAWN:
+    if latest is None or latest.status == vocabulary.WITHDRAWN:
         return None
-    if latest.status == rules.OPEN:
+    if latest.status == vocabulary.OPEN:
         return CallDecision(PENDING, latest)
-    if latest.outcome == rules.APPROVED:
+    if latest.outcome == vocabulary.APPROVED:
         return CallDecision(ALLOW, latest, latest.id)
-    error = START_REFUSED if latest.outcome == rules.APPROVAL_REFUSED else rules.APPROVAL_TIMED_OUT
+    error = START_REFUSED if latest.outcome == vocabulary.APPROVAL_REFUSED else vocabulary.APPROVAL_TIMED_OUT
     return CallDecision(REFUSE, latest, latest.id, error=error)
 
 
@@ -102,5 +102,5 @@ async def _ask(
         if pending is None:
             raise
         return CallDecision(PENDING, pending)
-    emit(log, "start.pending", ask=ask.id, agent=agent.name, kind=rules.work_kind(work))
+    emit(log, "start.pending", ask=ask.id, agent=agent.name, kind=identity.work_kind(work))
     return CallDecision(PENDING, ask)

@@ -12,7 +12,7 @@ import asyncio
 
 from core.app.parts import Parts
 from core.app.waiters import Woken
-from core.domain import rules
+from core.domain import vocabulary
 from store import asks as q
 from store.models import AskRow
 
@@ -20,7 +20,7 @@ MAX_ASKS = 100
 
 
 def _settled(rows: list[AskRow], until_all: bool) -> bool:
-    closed = [row.status != rules.OPEN for row in rows]
+    closed = [row.status != vocabulary.OPEN for row in rows]
     return all(closed) if until_all else any(closed)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from core.domain import formats, rules
+from core.domain import formats, identity, rules, vocabulary
 from core.domain.ask import Ask, is_approval
 from core.domain.forms import Misfit
 from core.domain.people import NOBODY, People
@@ -36,7 +36,7 @@ class Taken:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Not taken: the reason (a key of rules.REASONS) and the history event (`refused`, `late`)."""
+    """Not taken: the reason (a key of vocabulary.REASONS) and the history event (`refused`, `late`)."""
 
     reason: str
     event: str = REFUSED
@@ -59,7 +59,7 @@ def racing(ask: Ask, now: float) -> bool:
     """An answer arriving just after the winner raced it (a late answer); one that comes
     later is a plain refusal of a closed ask."""
     return (
-        ask.status == rules.ANSWERED
+        ask.status == vocabulary.ANSWERED
         and ask.closed_at is not None
         and now - ask.closed_at <= LATE_WINDOW_S
     )
@@ -100,7 +100,7 @@ def judge(ask: Ask, attempt: Attempt, given: Any, now: float, people: People = N
     """
     if not attempt.member or not admitted(attempt.person, allowed(ask, people)):
         return Refused(NOT_A_RESPONDER)
-    if ask.status != rules.OPEN:
+    if ask.status != vocabulary.OPEN:
         return Refused(rules.closed_reason(ask.status), LATE if racing(ask, now) else REFUSED)
     if ask.sensitive and attempt.public:
         return Refused(SENSITIVE)
@@ -110,8 +110,8 @@ def judge(ask: Ask, attempt: Attempt, given: Any, now: float, people: People = N
         return Refused(INVALID_ANSWER, misfit=misfit)
     outcome = None
     if is_approval(ask):
-        outcome = rules.APPROVED if answer.value == rules.APPROVE else rules.APPROVAL_REFUSED
-        if outcome == rules.APPROVED and not fresh_enough(ask, attempt.signed_in_at, now):
+        outcome = vocabulary.APPROVED if answer.value == vocabulary.APPROVE else vocabulary.APPROVAL_REFUSED
+        if outcome == vocabulary.APPROVED and not fresh_enough(ask, attempt.signed_in_at, now):
             return Refused(SIGN_IN_REQUIRED)
     return Taken(answer.stored, answer.option, outcome)
 
@@ -187,7 +187,7 @@ def refused_detail(ask: Ask, given: Any, misfit: Misfit | None) -> dict[str, Any
     and, when it did not fit, which part and why."""
     detail: dict[str, Any] = {}
     if given is not None and not ask.sensitive:
-        text = given if isinstance(given, str) else rules.canonical_json(given)
+        text = given if isinstance(given, str) else identity.canonical_json(given)
         detail["answer"] = text[:SHOWN_GIVEN]
     if misfit is not None:
         detail.update(field=misfit.field, message=misfit.message)
@@ -199,7 +199,7 @@ def refused_detail(ask: Ask, given: Any, misfit: Misfit | None) -> dict[str, Any
 
 def policed(ask: Ask, verdict: Taken) -> bool:
     """An approval whose `approve` the policy must weigh (a quorum, or no self-approval)."""
-    return verdict.outcome == rules.APPROVED and (
+    return verdict.outcome == vocabulary.APPROVED and (
         (ask.approvals_needed or 1) > 1 or bool(ask.self_check)
     )
 
@@ -223,7 +223,7 @@ def not_countable(
     """Why this approval cannot count towards the quorum of `row` (read locked), and its
     history event; (None, "") when it counts. A quorum counts people: a second identity of a
     person who approved already is refused."""
-    if row.status != rules.OPEN:
+    if row.status != vocabulary.OPEN:
         return rules.closed_reason(row.status), LATE if racing(row, now) else REFUSED
     if any(people.same(Responder.parse(name), person) for name in row.approvers or []):
         return ALREADY_APPROVED, REFUSED

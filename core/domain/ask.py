@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypedDict
 
-from core.domain import rules
+from core.domain import vocabulary
 from core.domain.policy import START
 
 
@@ -119,7 +119,7 @@ class AskValues(TypedDict, total=False):
 
 
 def is_question(ask: Ask) -> bool:
-    return ask.kind == rules.QUESTION
+    return ask.kind == vocabulary.QUESTION
 
 
 def is_external(ask: Ask) -> bool:
@@ -128,11 +128,11 @@ def is_external(ask: Ask) -> bool:
 
 
 def is_approval(ask: Ask) -> bool:
-    return ask.kind == rules.APPROVAL
+    return ask.kind == vocabulary.APPROVAL
 
 
 def is_start(ask: Ask) -> bool:
-    return ask.kind == rules.APPROVAL and ask.operation == START
+    return ask.kind == vocabulary.APPROVAL and ask.operation == START
 
 
 def said(ask: Ask, key: str) -> str | None:

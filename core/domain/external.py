@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import secrets
 
-from core.domain import rules
+from core.domain import vocabulary
 from core.domain.ask import Ask
 from core.domain.kinds import EXTERNAL_KIND
 from core.domain.responders import Responder
@@ -48,6 +48,6 @@ def ticket_state(ask: Ask) -> str | None:
     """waiting (the door is open), used (it answered the ask) or dead (expired, withdrawn)."""
     if ask.ticket_hash is None:
         return None
-    if ask.status == rules.OPEN:
+    if ask.status == vocabulary.OPEN:
         return WAITING
     return USED if ask.delivery_digest is not None else DEAD

@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from core.domain import identity, rules
+from core.domain import identity, refs, vocabulary
 from core.domain.ask import Ask, is_approval
 from core.domain.people import People
 from core.domain.responders import Responder
 
 TYP = "aye-receipt+jwt"
 ALG = "EdDSA"
-DECISIONS = (rules.APPROVED, rules.APPROVAL_REFUSED, rules.APPROVAL_TIMED_OUT)
+DECISIONS = (vocabulary.APPROVED, vocabulary.APPROVAL_REFUSED, vocabulary.APPROVAL_TIMED_OUT)
 
 
 def signable(ask: Ask) -> bool:
@@ -31,15 +31,15 @@ def signable(ask: Ask) -> bool:
 
 def needs_history(ask: Ask) -> bool:
     """Whether the approvers need the history: a quorum's earlier approvals are only there."""
-    return ask.outcome == rules.APPROVED and len(ask.approvers or []) > 1
+    return ask.outcome == vocabulary.APPROVED and len(ask.approvers or []) > 1
 
 
 def approvers(ask: Ask, history: Sequence[Mapping[str, Any]], people: People) -> list[dict[str, Any]]:
     """Who decided: each approver of an approval (in the order they approved), the one who
     refused a refusal, nobody for a time-out."""
-    if ask.outcome == rules.APPROVAL_TIMED_OUT or not ask.answered_by:
+    if ask.outcome == vocabulary.APPROVAL_TIMED_OUT or not ask.answered_by:
         return []
-    if ask.outcome == rules.APPROVED and needs_history(ask):
+    if ask.outcome == vocabulary.APPROVED and needs_history(ask):
         counted = [e for e in history if e.get("event") in ("approved", "answered") and e.get("by")]
         seen: dict[str, dict[str, Any]] = {}
         for entry in counted:
@@ -69,12 +69,12 @@ def claims(
     assert ask.operation is not None and ask.closed_at is not None
     call = identity.call(ask.agent, ask.operation, ask.call_input, ask.work)
     out: dict[str, Any] = {
-        "iss": issuer, "sub": ask.id, "ref": rules.ref(ask), "agent": ask.agent,
+        "iss": issuer, "sub": ask.id, "ref": refs.ref(ask), "agent": ask.agent,
         "operation": call.operation, "input_sha256": call.input_sha256,
         "call_sha256": call.call_sha256, "work": written_work(ask.work),
         "decision": ask.outcome, "approvers": decided_by, "iat": int(ask.closed_at),
     }
-    if ask.outcome == rules.APPROVED:
+    if ask.outcome == vocabulary.APPROVED:
         out["exp"] = int(ask.closed_at + (grant_s or 0.0))
     return out
 

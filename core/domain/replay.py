@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.domain import rules
+from core.domain import vocabulary
 
-CLOSES = {"answered": rules.ANSWERED, "expired": rules.EXPIRED, "withdrawn": rules.WITHDRAWN}
+CLOSES = {"answered": vocabulary.ANSWERED, "expired": vocabulary.EXPIRED, "withdrawn": vocabulary.WITHDRAWN}
 # Two moments the same change wrote (a row's and its entry's) are equal; this is slack for a
 # store that rounds a float.
 SAME_MOMENT_S = 0.001
@@ -38,7 +38,7 @@ class Replayed:
 
     @property
     def status(self) -> str:
-        return rules.OPEN if self.closed is None else CLOSES[str(self.closed["event"])]
+        return vocabulary.OPEN if self.closed is None else CLOSES[str(self.closed["event"])]
 
 
 def replay(entries: Sequence[Entry]) -> Replayed:
@@ -109,7 +109,7 @@ def _approvers(row: Mapping[str, Any], found: Replayed, closed: Entry) -> list[s
     time-out), the quorum's approvals recorded so far."""
     if closed.get("event") == "answered" and "approvers" in closed:
         expected = list(closed["approvers"] or [])
-    elif closed.get("event") == "answered" and closed.get("outcome") in (rules.APPROVED, None):
+    elif closed.get("event") == "answered" and closed.get("outcome") in (vocabulary.APPROVED, None):
         return []  # an approval recorded before its close named its approvers
     else:
         expected = found.approvers
@@ -124,16 +124,16 @@ def _outcome(row: Mapping[str, Any], found: Replayed, closed: Entry) -> list[str
     if event == "answered" and "outcome" in closed:
         expected = closed["outcome"]
     elif event == "expired":
-        expected = rules.APPROVAL_TIMED_OUT if row.get("kind") == rules.APPROVAL else None
+        expected = vocabulary.APPROVAL_TIMED_OUT if row.get("kind") == vocabulary.APPROVAL else None
     elif event == "answered":
         return []  # recorded before outcomes were: nothing to hold the row to
     else:
         expected = None
     if row.get("outcome") != expected:
         return [_differ("outcome", row.get("outcome"), expected)]
-    approve = row.get("answer_value") == rules.APPROVE
-    if row.get("kind") == rules.APPROVAL and event == "answered" and (
-            approve != (expected == rules.APPROVED)):
+    approve = row.get("answer_value") == vocabulary.APPROVE
+    if row.get("kind") == vocabulary.APPROVAL and event == "answered" and (
+            approve != (expected == vocabulary.APPROVED)):
         return [_differ("answer", row.get("answer_value"), expected)]
     return []
 
@@ -154,7 +154,7 @@ def _uses(row: Mapping[str, Any], found: Replayed) -> list[str]:
     said = []
     closed = found.closed or {}
     if found.uses and not (closed.get("event") == "answered"
-                           and closed.get("outcome", rules.APPROVED) == rules.APPROVED):
+                           and closed.get("outcome", vocabulary.APPROVED) == vocabulary.APPROVED):
         said.append("its history records a use of a grant it never approved")
     numbered = [u["use"] for u in found.uses if isinstance(u.get("use"), int)]
     stored = row.get("approval_uses")

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import jinja2
 
 from core.app.ports import AskRow
-from core.domain import formats, rules
+from core.domain import formats, vocabulary
 from core.domain.visible import cut_before_code, visible
 from handlers.kit.cards import Card, card
 
@@ -73,7 +73,7 @@ def links(shown: Card, page: str, danger: bool) -> list[Link]:
 
 
 def subject(ask: AskRow) -> str:
-    what = f"Approval needed: {ask.operation or ask.question}" if ask.kind == rules.APPROVAL \
+    what = f"Approval needed: {ask.operation or ask.question}" if ask.kind == vocabulary.APPROVAL \
         else ask.question
     # One line: no header folding, no injection. Only plain blanks fold into a space (split()
     # would also swallow U+2028 and other separators); every hidden character shows as its code.

@@ -20,7 +20,7 @@ from multidict import MultiDictProxy
 
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import Service
-from core.domain import rules
+from core.domain import vocabulary
 from core.domain.answering import AUTHOR_UNKNOWN, INVALID_ANSWER, Attempt
 from core.domain.responders import Responder
 from core.domain.visible import visible
@@ -73,7 +73,7 @@ class Pages:
         if link is None or link.used_at is not None:
             return None
         ask = await self.asks.by_seq(link.ask_seq)
-        if ask is None or ask.status != rules.OPEN:
+        if ask is None or ask.status != vocabulary.OPEN:
             return None
         return link.recipient, ask
 
@@ -121,7 +121,7 @@ class Pages:
                            else _refusal(result))
 
     async def _answer(self, ask: AskRow, recipient: str, form: Any, note: str | None) -> AnswerResult:
-        control = "approval" if ask.kind == rules.APPROVAL else card(ask, 0).control
+        control = "approval" if ask.kind == vocabulary.APPROVAL else card(ask, 0).control
         # No inbox sign-in stands behind a link: an approval under step-up is refused.
         attempt = Attempt(Responder.parse(f"email:{recipient}"), "email", signed_in_at=None)
         return await self.asks.answer(ask, attempt, given(control, form, ask.form_schema), note)
@@ -166,4 +166,4 @@ def _refusal(result: AnswerResult) -> str:
     misfit = result.misfit
     if result.reason == INVALID_ANSWER and misfit is not None:
         return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."
-    return f"Not answered: {rules.REASONS.get(result.reason or '', result.reason)}."
+    return f"Not answered: {vocabulary.REASONS.get(result.reason or '', result.reason)}."

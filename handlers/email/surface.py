@@ -27,7 +27,7 @@ from typing import Any
 
 from core.app.ports import ESCALATE, POST, REMIND, AskRow, GiveUp, RetryLater
 from core.app.service import MailRow, Service
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.kinds import EMAIL_KIND
 from core.domain.logline import emit
 from core.domain.responders import Responder
@@ -96,7 +96,7 @@ class EmailSurface:
         return [f.partition(":")[2] for f in dict.fromkeys(found)]
 
     async def deliver(self, ask: AskRow, action: str, payload: dict[str, Any] | None) -> None:
-        if action not in MAILED or ask.status != rules.OPEN:
+        if action not in MAILED or ask.status != vocabulary.OPEN:
             return  # closed before its mail went: there is nothing left to answer
         to = self.recipients(ask, action)
         if not to:
@@ -166,7 +166,7 @@ class EmailSurface:
                 return Outcome("busy")  # sent, refused, or being sent by another process
             return await self._send_leased(ask, action, mail)
         except Exception as exc:  # the store, most likely: the row's next pass tries again
-            emit(log, "email.failed", level=logging.WARNING, id=ask.id, ref=rules.ref(ask),
+            emit(log, "email.failed", level=logging.WARNING, id=ask.id, ref=refs.ref(ask),
                  surface=SURFACE, mail=mail.id, error=type(exc).__name__)
             return Outcome("later", type(exc).__name__)
         finally:
@@ -182,7 +182,7 @@ class EmailSurface:
             outcome = await self.sender.send(mailed, self.settings.sender, mail.recipient)
         except asyncio.CancelledError:
             raise  # stopping mid-send: the lease runs out, and the same mail goes again
-        fields = {"id": ask.id, "ref": rules.ref(ask), "surface": SURFACE, "mail": mail.id}
+        fields = {"id": ask.id, "ref": refs.ref(ask), "surface": SURFACE, "mail": mail.id}
         self._not_before.pop(mail.id or 0, None)
         if outcome.result == "sent":
             await self.asks.mails.sent(mail)

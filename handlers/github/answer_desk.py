@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from core.app.ports import AnswerResult
 from core.app.service import Said, Service
-from core.domain import rules
+from core.domain import refs
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from core.domain.types import AlreadySeen, FollowUp, Seen
@@ -70,7 +70,7 @@ class AnswerDesk:
             raise AlreadySeen(said.key)
         emit(log, "github.answer", delivery=delivery_id, by=said.login,
              where=f"{said.repo}#{said.number}", ask=result.ask.id if result.ask else None,
-             ref=rules.ref(result.ask) if result.ask else None,
+             ref=refs.ref(result.ask) if result.ask else None,
              taken=result.taken, why=result.reason)
         if follow_up is not None and result.ask is None:
             await self.react_free(said, reaction_for(result.taken))

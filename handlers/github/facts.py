@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.domain.rules import work_key
+from core.domain.identity import work_key
 
 BOT_TYPE = "Bot"
 # GitHub's ids and numbers are positive 64-bit integers at most (the store's, too).

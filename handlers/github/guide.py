@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from core.app.ports import AskRow
-from core.domain import bounds, formats, forms, rules
+from core.domain import bounds, formats, forms, vocabulary
 
 from . import cut, inert
 from .cut import WHOLE, Rooms
@@ -49,8 +49,8 @@ def example(ask: AskRow, rooms: Rooms = WHOLE) -> str:
     """The `/answer` line for the ask's format, in words and code spans."""
     fmt = formats.format_of(ask)
     options = ask.options or []
-    if ask.kind == rules.APPROVAL:
-        return f"`{ANSWER_COMMAND} {rules.APPROVE}` or `{ANSWER_COMMAND} {rules.REFUSE}`"
+    if ask.kind == vocabulary.APPROVAL:
+        return f"`{ANSWER_COMMAND} {vocabulary.APPROVE}` or `{ANSWER_COMMAND} {vocabulary.REFUSE}`"
     if fmt == formats.CHOICE and options:
         return f"`{ANSWER_COMMAND} 1` or {inert.code_span(f'{ANSWER_COMMAND} {options[0]}')}"
     if fmt == formats.MULTI:

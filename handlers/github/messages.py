@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.app.ports import AskRow
-from core.domain import formats, identity, rules
+from core.domain import formats, identity, rules, vocabulary
 from core.domain.responders import Responder
 from core.domain.visible import HIDDEN_WARNING, approval_hides
 
@@ -78,7 +78,7 @@ def question_comment(ask: AskRow, ref: str) -> str:
 def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
     if starts.is_start(ask):
         return _start_comment(ask, ref, rooms)
-    title = "Approval needed" if ask.kind == rules.APPROVAL else "Question"
+    title = "Approval needed" if ask.kind == vocabulary.APPROVAL else "Question"
     head = [f"**{title}** from an agent (ref `{ref}`)", "", *_warned(ask),
             *cut.quoted(question(ask), rooms.question, "question", ref)]
     if ask.context and not _is_call(ask):
@@ -99,7 +99,7 @@ def _question_comment(ask: AskRow, ref: str, rooms: cut.Rooms) -> str:
 
 def _warned(ask: AskRow) -> list[str]:
     """The mark of an approval that holds hidden or reordering characters, and a blank line."""
-    hides = ask.kind == rules.APPROVAL and approval_hides(ask.operation, ask.call_input)
+    hides = ask.kind == vocabulary.APPROVAL and approval_hides(ask.operation, ask.call_input)
     return [HIDDEN_LINE, ""] if hides else []
 
 
@@ -133,7 +133,7 @@ def _who(ask: AskRow, room: int) -> str:
 
 def needed(ask: AskRow) -> int:
     """How many distinct people must approve (1 for a question or a plain approval)."""
-    return (ask.approvals_needed or 1) if ask.kind == rules.APPROVAL else 1
+    return (ask.approvals_needed or 1) if ask.kind == vocabulary.APPROVAL else 1
 
 
 def _quorum_lines(ask: AskRow) -> list[str]:
@@ -158,7 +158,7 @@ def _named(answered_by: str) -> str:
 
 
 def _is_call(ask: AskRow) -> bool:
-    return ask.kind == rules.APPROVAL and bool(ask.operation)
+    return ask.kind == vocabulary.APPROVAL and bool(ask.operation)
 
 
 def question(ask: AskRow) -> str:
@@ -175,7 +175,7 @@ def _size(text: str) -> int:
 def input_lines(call_input: Any, ref: str, room: int) -> list[str]:
     """The call's input as a code block of at most `room` bytes: whole, or as much as fits,
     saying plainly that it is cut, with the whole input's SHA-256 and where to read it."""
-    shown = rules.input_shown(call_input, max(room, 0))
+    shown = identity.input_shown(call_input, max(room, 0))
     seen = inert.visible(shown.text)
     code = _fit(seen, room)
     escaped = [ESCAPED] if seen != shown.text else []
@@ -216,7 +216,7 @@ def closed_comment(ask: AskRow, ref: str) -> str:
         lines = [f"**Start approval** from an agent (ref `{ref}`): {closed_line(ask)}"
                  f"{starts.consequence(ask)}", "", f"**{starts.question(ask)}**"]
         return "\n".join([*lines, "", marker(ask.id)])
-    title = "Approval" if ask.kind == rules.APPROVAL else "Question"
+    title = "Approval" if ask.kind == vocabulary.APPROVAL else "Question"
     lines = [f"**{title}** from an agent (ref `{ref}`): {closed_line(ask)}", "",
              *cut.quoted(question(ask), cut.TIGHT.question, "question", ref)]
     return "\n".join([*lines, "", marker(ask.id)])
@@ -226,17 +226,17 @@ def closed_line(ask: AskRow) -> str:
     """How the ask ended (rules.ending), in public words."""
     by = who_answered(ask.answered_by)
     ended = rules.ending(ask)
-    if ended == rules.APPROVED and len(ask.approvers or []) > 1:
+    if ended == vocabulary.APPROVED and len(ask.approvers or []) > 1:
         by = ", ".join(who_answered(name) for name in ask.approvers or [])
-    if ended == rules.ANSWERED:
+    if ended == vocabulary.ANSWERED:
         return f"answered by {by}: **{_inline(shown_answer(ask))}**"
     words = {
-        rules.ANSWERED_PRIVATELY: f"answered by {by}.",
-        rules.APPROVED: f"approved by {by}.",
-        rules.APPROVAL_REFUSED: f"refused by {by}.",
-        rules.APPROVAL_TIMED_OUT: "expired with no answer.",
-        rules.EXPIRED: "expired with no answer.",
-        rules.WITHDRAWN: "withdrawn.",
+        vocabulary.ANSWERED_PRIVATELY: f"answered by {by}.",
+        vocabulary.APPROVED: f"approved by {by}.",
+        vocabulary.APPROVAL_REFUSED: f"refused by {by}.",
+        vocabulary.APPROVAL_TIMED_OUT: "expired with no answer.",
+        vocabulary.EXPIRED: "expired with no answer.",
+        vocabulary.WITHDRAWN: "withdrawn.",
     }
     return words.get(ended, "closed.")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.domain.rules import parse_ref
+from core.domain.refs import parse_ref
 
 ANSWER_COMMAND = "/answer"
 TAKEN_REACTION = "+1"

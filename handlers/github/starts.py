@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from core.app.ports import AskRow
 from core.domain import ask as domain_ask
-from core.domain import rules
+from core.domain import rules, vocabulary
 from core.domain.ask import is_start as is_start  # the surfaces ask it of this module
 
 from . import cut
@@ -67,19 +67,19 @@ def link_text(url: str, rooms: Rooms) -> str:
 def how_to_answer(ask: AskRow, ref: str, who: str) -> list[str]:
     """For `who` (the people who may answer here): approve, or refuse with a reason."""
     return [
-        f"{who}: answer with a comment whose first line is `{ANSWER_COMMAND} {rules.APPROVE}` "
-        f"or `{ANSWER_COMMAND} {rules.REFUSE}`. To refuse, write the reason on the lines after "
-        f"`{ANSWER_COMMAND} {rules.REFUSE}`: the agent reads it. Refusing cancels the work for "
+        f"{who}: answer with a comment whose first line is `{ANSWER_COMMAND} {vocabulary.APPROVE}` "
+        f"or `{ANSWER_COMMAND} {vocabulary.REFUSE}`. To refuse, write the reason on the lines after "
+        f"`{ANSWER_COMMAND} {vocabulary.REFUSE}`: the agent reads it. Refusing cancels the work for "
         f"{agent(ask)}. With several questions open here, name this one: "
-        f"`{ANSWER_COMMAND} {ref} {rules.APPROVE}`."
+        f"`{ANSWER_COMMAND} {ref} {vocabulary.APPROVE}`."
     ]
 
 
 def consequence(ask: AskRow) -> str:
     """What the start's ending means for the work, after how it ended ("" while open)."""
     ended = rules.ending(ask)
-    if ended == rules.APPROVED:
+    if ended == vocabulary.APPROVED:
         return f" {agent(ask)} may start."
-    if ended in (rules.APPROVAL_REFUSED, rules.APPROVAL_TIMED_OUT):
+    if ended in (vocabulary.APPROVAL_REFUSED, vocabulary.APPROVAL_TIMED_OUT):
         return f" The work is cancelled for {agent(ask)}."
     return ""

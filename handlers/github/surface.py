@@ -25,7 +25,7 @@ from core.app.ports import (
     SurfaceConfigError,
 )
 from core.app.service import Service
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.logline import emit
 from core.domain.responders import Responder
 from core.domain.types import FollowUp
@@ -118,8 +118,8 @@ class GitHubSurface:
                 await self._post(ask)
             elif action == CLOSE:
                 await self._close(ask)
-            elif action == UPDATE and ask.status == rules.OPEN:
-                await self._edit(ask, question_comment(ask, rules.ref(ask)))
+            elif action == UPDATE and ask.status == vocabulary.OPEN:
+                await self._edit(ask, question_comment(ask, refs.ref(ask)))
         except NotInstalled:
             emit(log, "github.not_installed", level=logging.WARNING, ask=ask.id, repo=repo,
                  action=action)
@@ -186,7 +186,7 @@ class GitHubSurface:
     async def _post(self, ask: AskRow) -> None:
         """Post the question once, even across a crash between posting and recording it."""
         where = github_work(ask.work)
-        if where is None or ask.status != rules.OPEN:
+        if where is None or ask.status != vocabulary.OPEN:
             return  # closed before its turn came: no need to publish it any more
         if await self.asks.post_location(ask, SURFACE) is not None:
             return
@@ -196,7 +196,7 @@ class GitHubSurface:
         if comment_id is None:
             comment = await gh.post(
                 ISSUE_COMMENTS, _vars(repo, number=number),
-                data={"body": question_comment(ask, rules.ref(ask))},
+                data={"body": question_comment(ask, refs.ref(ask))},
             )
             comment_id = int(comment["id"])
         await self.asks.record_posted(
@@ -216,7 +216,7 @@ class GitHubSurface:
         return None
 
     async def _close(self, ask: AskRow) -> None:
-        await self._edit(ask, closed_comment(ask, rules.ref(ask)))
+        await self._edit(ask, closed_comment(ask, refs.ref(ask)))
 
     async def _edit(self, ask: AskRow, body: str) -> None:
         """Rewrite the ask's question comment (closed, or a quorum's count so far)."""
@@ -228,7 +228,7 @@ class GitHubSurface:
         await gh.patch(
             COMMENT, _vars(repo, comment_id=int(location["comment_id"])), data={"body": body},
         )
-        emit(log, "github.updated", ask=ask.id, ref=rules.ref(ask), status=ask.status)
+        emit(log, "github.updated", ask=ask.id, ref=refs.ref(ask), status=ask.status)
 
     def _failed(
         self, exc: gidgethub.HTTPException, ask: AskRow, action: str, repo: str,

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.app.ports import AskRow
-from core.domain import answering, external, formats, rules
+from core.domain import answering, external, formats, identity, refs, rules, vocabulary
 from core.domain.ask import is_external
 from core.domain.policy import START
 from core.domain.responders import OPERATOR, admitted
@@ -29,8 +29,8 @@ APPROVAL_CONTROL = "approval"
 KIND_NAMES = {"operator": "the operator", "slack": "Slack", "github": "GitHub"}
 # A closed approval's badge, by how it ended (rules.ending), in place of "Approval needed".
 OUTCOME_BADGES = {
-    rules.APPROVED: "Approved", rules.APPROVAL_REFUSED: "Refused",
-    rules.APPROVAL_TIMED_OUT: "Timed out", "expired": "Expired", "withdrawn": "Withdrawn",
+    vocabulary.APPROVED: "Approved", vocabulary.APPROVAL_REFUSED: "Refused",
+    vocabulary.APPROVAL_TIMED_OUT: "Timed out", "expired": "Expired", "withdrawn": "Withdrawn",
 }
 # Checks a receipt with the Python client aye installs, run in aye's folder as the README's
 # commands are (`.venv/bin/…`); the receipt and the keys' URL follow it, each quoted.
@@ -170,31 +170,31 @@ def where(work_key: str | None) -> str | None:
 def shown_input(call_input: Any, limit: int | None) -> ShownInput:
     """An approval's input: whole (pretty) when it fits `limit` (None: always), else the cut
     of its canonical form; with its `input_sha256` either way. Hidden characters as codes."""
-    whole = rules.input_shown(call_input, 10**9)
+    whole = identity.input_shown(call_input, 10**9)
     if limit is None or len(whole.text) <= limit:
         pretty = visible_json(call_input, indent=2, sort_keys=True)
         return ShownInput(pretty, True, whole.sha256, len(whole.text))
-    cut = rules.input_shown(call_input, limit)
+    cut = identity.input_shown(call_input, limit)
     return ShownInput(visible(cut.text), False, cut.sha256, len(whole.text))
 
 
 def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
-    approval = ask.kind == rules.APPROVAL
+    approval = ask.kind == vocabulary.APPROVAL
     fmt = formats.format_of(ask)
     shown = Card(
-        ref=rules.ref(ask), kind=ask.kind, status=ask.status, agent=ask.agent,
+        ref=refs.ref(ask), kind=ask.kind, status=ask.status, agent=ask.agent,
         question=visible(ask.question, multiline=True),
         context=None if approval or not ask.context else visible(ask.context, multiline=True),
         control=APPROVAL_CONTROL if approval else fmt,
         options=[visible(o) for o in ask.options or []], sensitive=bool(ask.sensitive),
         created=moment(ask.created_at, now), deadline=moment(ask.deadline, now),
         responders=[who(r) for r in ask.responders],
-        answerable=ask.status == rules.OPEN and _operator_may(ask),
+        answerable=ask.status == vocabulary.OPEN and _operator_may(ask),
         media=_media(ask.media), work=where(ask.work_key),
     )
     shown.danger = bool(ask.danger)
     if approval:
-        if ask.status != rules.OPEN:
+        if ask.status != vocabulary.OPEN:
             shown.badge = OUTCOME_BADGES.get(rules.ending(ask), shown.badge)
         shown.run = run_words(ask)
         shown.operation = visible(ask.operation or ask.question)
@@ -211,7 +211,7 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
         shown.ticket = TICKET_WORDS.get(external.ticket_state(ask) or "")
     shown.escalation = _escalation(ask, now)
     shown.reminder = _reminder(ask, now)
-    if ask.status != rules.OPEN:
+    if ask.status != vocabulary.OPEN:
         shown.ending = ending(ask)
         shown.closed = moment(ask.closed_at, now) if ask.closed_at is not None else None
         if not ask.sensitive and ask.answer_note:
@@ -221,7 +221,7 @@ def card(ask: AskRow, now: float, whole_input: bool = False) -> Card:
 
 def heading(ask: AskRow) -> str:
     """The ask's own page is headed by its question: an approval's in words."""
-    if ask.kind != rules.APPROVAL:
+    if ask.kind != vocabulary.APPROVAL:
         return visible(ask.question, multiline=True)
     if ask.operation == START:
         return f"May {ask.agent} start on {where(ask.work_key) or 'this work'}?"
@@ -280,7 +280,7 @@ def _escalation(ask: AskRow, now: float) -> str | None:
     wider = ", ".join(who(r) for r in ask.escalate_responders)
     if ask.escalated_at is not None:
         return f"Escalated {relative(ask.escalated_at, now)} to {wider}"
-    if ask.status == rules.OPEN and ask.escalate_at is not None:
+    if ask.status == vocabulary.OPEN and ask.escalate_at is not None:
         return f"Escalates {relative(ask.escalate_at, now)} to {wider}"
     return None
 
@@ -288,7 +288,7 @@ def _escalation(ask: AskRow, now: float) -> str | None:
 def _reminder(ask: AskRow, now: float) -> str | None:
     if ask.reminded_at is not None:
         return f"Reminded {relative(ask.reminded_at, now)}"
-    if ask.status == rules.OPEN and ask.remind_at is not None:
+    if ask.status == vocabulary.OPEN and ask.remind_at is not None:
         return f"Reminder {relative(ask.remind_at, now)}"
     return None
 
@@ -297,26 +297,26 @@ def ending(ask: AskRow) -> str:
     """How a closed ask ended, in words; never a sensitive value."""
     how = rules.ending(ask)
     by = who(ask.answered_by) if ask.answered_by else "someone"
-    if how == rules.APPROVED:
+    if how == vocabulary.APPROVED:
         return f"Approved by {by}"
-    if how == rules.APPROVAL_REFUSED:
+    if how == vocabulary.APPROVAL_REFUSED:
         return f"Refused by {by}"
-    if how == rules.APPROVAL_TIMED_OUT:
+    if how == vocabulary.APPROVAL_TIMED_OUT:
         return "Timed out: nobody approved it in time"
-    if how == rules.ANSWERED:
+    if how == vocabulary.ANSWERED:
         answer = visible(formats.plain(ask, ask.answer_value) or "", multiline=True)
         return f"Answered by {by}: {answer}"
-    if how == rules.ANSWERED_PRIVATELY:
+    if how == vocabulary.ANSWERED_PRIVATELY:
         return f"Answered by {by} (the answer is sensitive and is not shown)"
     return {"expired": "Expired: nobody answered in time", "withdrawn": "Withdrawn"}.get(how, how)
 
 
 def answered_words(ask: AskRow) -> str:
     """The outcome line after the operator's answer was taken."""
-    if ask.kind == rules.APPROVAL and ask.status == rules.OPEN:
+    if ask.kind == vocabulary.APPROVAL and ask.status == vocabulary.OPEN:
         return f"Approved: {_quorum(ask) or 'counted'}; the approval waits for more"
     if ask.sensitive:
         return "Answered (the answer is sensitive and is not shown)"
-    if ask.kind == rules.APPROVAL:
-        return "Answered: approved" if ask.outcome == rules.APPROVED else "Answered: refused"
+    if ask.kind == vocabulary.APPROVAL:
+        return "Answered: approved" if ask.outcome == vocabulary.APPROVED else "Answered: refused"
     return f"Answered: {visible(formats.plain(ask, ask.answer_value) or '', multiline=True)}"

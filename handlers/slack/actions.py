@@ -17,7 +17,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.app.ports import AskRow
-from core.domain import answering, formats, rules
+from core.domain import answering, formats, refs, vocabulary
 from core.domain.ask import is_external
 from core.domain.responders import Responder, admitted
 from handlers.slack import buttons, modals, replies
@@ -80,7 +80,7 @@ async def press_option(
     if parsed is None or ask is None:
         return
     number = parsed[1]
-    choice = ask.kind == rules.APPROVAL or formats.format_of(ask) == formats.CHOICE
+    choice = ask.kind == vocabulary.APPROVAL or formats.format_of(ask) == formats.CHOICE
     if not choice or not ask.options or not 1 <= number <= len(ask.options):
         await tell(client, where_pressed(body), body["user"]["id"], replies.STALE_BUTTON_REPLY)
         return
@@ -121,8 +121,8 @@ async def _open_modal(
         return
     user_id = body["user"]["id"]
     where = where_pressed(body)
-    ref = rules.ref(ask)
-    if ask.status != rules.OPEN:
+    ref = refs.ref(ask)
+    if ask.status != vocabulary.OPEN:
         await tell(client, where, user_id, replies.not_open_reply(ask, ref))
         return
     if not admitted(Responder(SURFACE, user_id), answering.allowed(ask)):

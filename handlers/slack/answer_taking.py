@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import Service
-from core.domain import rules
+from core.domain import refs
 from core.domain.answering import Attempt
 from core.domain.logline import emit
 from core.domain.responders import Responder
@@ -102,7 +102,7 @@ async def answer_as(
     """Answer `ask` as `slack:<user_id>` with `given` (a button's word or option, or what a
     modal gives); the result, and the words to tell them."""
     result = await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE), given, note)
-    ref = rules.ref(ask)
+    ref = refs.ref(ask)
     emit(log, "slack.answer", id=ask.id, ref=ref, user=user_id, taken=result.taken,
          reason=result.reason)
     return result, replies.reply(ask, ref, result)
@@ -115,7 +115,7 @@ async def refuse_outsider(asks: Service, ask: AskRow, body: dict[str, Any]) -> s
     passed (`given=None`): the history records who and why, never their answer."""
     user_id = body["user"]["id"]
     await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE, member=False), None)
-    ref = rules.ref(ask)
+    ref = refs.ref(ask)
     emit(log, "slack.outsider", level=logging.WARNING, id=ask.id, ref=ref, user=user_id,
          team=team_of(body))
     return replies.outsider_reply(ref)
@@ -126,6 +126,6 @@ async def refuse_external(asks: Service, ask: AskRow, user_id: str) -> str:
     it as not a responder (only its outside system answers it, through its signed door) and
     records it, without what they gave (`given=None`); the words to tell them."""
     await asks.answer(ask, Attempt(Responder(SURFACE, user_id), SURFACE), None)
-    ref = rules.ref(ask)
+    ref = refs.ref(ask)
     emit(log, "slack.external", id=ask.id, ref=ref, user=user_id)
     return replies.external_reply(ask, ref)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.app.ports import AskRow
-from core.domain import formats, identity, rules
+from core.domain import formats, identity, rules, vocabulary
 from core.domain.ask import is_external
 from core.domain.visible import HIDDEN_WARNING, approval_hides
 from handlers.slack import media, quorum, starts
@@ -89,11 +89,11 @@ def _context(*parts: str) -> dict[str, Any]:
 def _details(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """The context: for a start, what would start in words; for another approval, the
     operation and its input as a code block."""
-    warned = [_section(HIDDEN_LINE)] if ask.kind == rules.APPROVAL and approval_hides(
+    warned = [_section(HIDDEN_LINE)] if ask.kind == vocabulary.APPROVAL and approval_hides(
         ask.operation, ask.call_input) else []
     if starts.is_start(ask):
         return [*warned, *starts.details(ask, ref)]
-    if ask.kind == rules.APPROVAL and ask.operation:
+    if ask.kind == vocabulary.APPROVAL and ask.operation:
         return [*warned, _section(f"*Operation:* `{fit(ask.operation, 200)}`"),
                 *input_blocks(ask, ref), hashes(ask)]
     return [_section(fit(ask.context, SECTION_MAX))] if ask.context else []
@@ -103,7 +103,7 @@ def hashes(ask: AskRow) -> dict[str, Any]:
     """The approval's identity, each hash named as what it is: `input_sha256` (of the canonical
     input: what a person compares with what they expect) and `call_sha256` (of the whole
     canonical call: agent, operation, input and work)."""
-    named = [f"input_sha256 `{rules.input_shown(ask.call_input, 0).sha256}`"]
+    named = [f"input_sha256 `{identity.input_shown(ask.call_input, 0).sha256}`"]
     if ask.call_hash:
         named.append(f"call_sha256 `{ask.call_hash}`")
     return _context(*named)
@@ -122,11 +122,11 @@ def _escaped_prefix(text: str, budget: int) -> int:
 def input_blocks(ask: AskRow, ref: str) -> list[dict[str, Any]]:
     """An approval's input as canonical JSON in a code block, as much of it as one section
     holds once escaped; when that is not all of it, a second section says so plainly and
-    gives its SHA-256 and where to read it whole. Never cut silently (rules.input_shown)."""
+    gives its SHA-256 and where to read it whole. Never cut silently (identity.input_shown)."""
     budget = SECTION_MAX - len(INPUT_HEAD) - len(INPUT_TAIL)
-    shown = rules.input_shown(ask.call_input, budget)
+    shown = identity.input_shown(ask.call_input, budget)
     if len(escape(shown.text)) > budget:
-        shown = rules.input_shown(ask.call_input, _escaped_prefix(shown.text, budget))
+        shown = identity.input_shown(ask.call_input, _escaped_prefix(shown.text, budget))
     found = [_section(INPUT_HEAD + escape(shown.text) + INPUT_TAIL)]
     if not shown.whole:
         whole = len(identity.canonical(ask.call_input).decode())  # what input_shown cuts
@@ -144,7 +144,7 @@ def question(ask: AskRow) -> str:
     would start: "May triage start on octo/app#7?")."""
     if starts.is_start(ask):
         return starts.question(ask)
-    if ask.kind == rules.APPROVAL and ask.operation:
+    if ask.kind == vocabulary.APPROVAL and ask.operation:
         return f"Approve {ask.operation}?"
     return ask.question
 
@@ -209,7 +209,7 @@ def question_message(ask: AskRow, ref: str, inbox: str = DEFAULT_INBOX) -> Messa
 
 def _escalation_words(ask: AskRow, ref: str) -> tuple[dict[str, Any], str, str]:
     """The escalation's title, what happens when it runs out too, and its notification text."""
-    if ask.kind == rules.APPROVAL and not starts.is_start(ask):
+    if ask.kind == vocabulary.APPROVAL and not starts.is_start(ask):
         operation = ask.operation or ""
         title = _section(f"*Approve or refuse `{fit(operation, 200)}`? (escalated)*")
         text = fit(f"[{ref}] Approve or refuse {operation}?", FALLBACK_MAX) + " (escalated)"
@@ -266,20 +266,20 @@ def outcome_line(ask: AskRow) -> str:
         return _with_note(started, note)
     who = person(ask.answered_by) if ask.answered_by else "someone"
     ended = rules.ending(ask)
-    if ended == rules.ANSWERED:
+    if ended == vocabulary.ANSWERED:
         head = f":white_check_mark: Answered by {who}: *"
         value = shown_answer(ask, min(VALUE_MAX, SECTION_MAX - len(head) - 1))
         return _with_note(f"{head}{value}*", note)
     by = slack_date(ask.deadline)
     return {
-        rules.APPROVED: _with_note(
+        vocabulary.APPROVED: _with_note(
             f":white_check_mark: Approved by {quorum.approved_by(ask)}{ran(ask)}.", note),
-        rules.APPROVAL_REFUSED: _with_note(
+        vocabulary.APPROVAL_REFUSED: _with_note(
             f":no_entry: Refused by {who}.{quorum.refused_after(ask)}", note),
-        rules.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
-        rules.APPROVAL_TIMED_OUT: f":hourglass: Refused: {quorum.too_few(ask)} by {by}.",
-        rules.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
-        rules.WITHDRAWN: ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed.",
+        vocabulary.ANSWERED_PRIVATELY: f":white_check_mark: Answered by {who}. The answer is private.",
+        vocabulary.APPROVAL_TIMED_OUT: f":hourglass: Refused: {quorum.too_few(ask)} by {by}.",
+        vocabulary.EXPIRED: f":hourglass: Expired: nobody answered by {by}.",
+        vocabulary.WITHDRAWN: ":leftwards_arrow_with_hook: Withdrawn: the answer is no longer needed.",
     }.get(ended, "")
 
 
@@ -295,13 +295,13 @@ def ran(ask: AskRow) -> str:
 
 
 CLOSED_WORDS = {
-    rules.APPROVED: "approved",
-    rules.APPROVAL_REFUSED: "refused",
-    rules.ANSWERED: "answered",
-    rules.ANSWERED_PRIVATELY: "answered",
-    rules.APPROVAL_TIMED_OUT: "refused (timed out)",
-    rules.EXPIRED: "expired",
-    rules.WITHDRAWN: "withdrawn",
+    vocabulary.APPROVED: "approved",
+    vocabulary.APPROVAL_REFUSED: "refused",
+    vocabulary.ANSWERED: "answered",
+    vocabulary.ANSWERED_PRIVATELY: "answered",
+    vocabulary.APPROVAL_TIMED_OUT: "refused (timed out)",
+    vocabulary.EXPIRED: "expired",
+    vocabulary.WITHDRAWN: "withdrawn",
 }
 
 
@@ -329,7 +329,7 @@ def reminder_message(ask: AskRow, ref: str) -> Message:
     waits for (Slack people mentioned), its ref and deadline. No buttons: those stay on the
     ask's own message."""
     who = quorum.named(ask)
-    todo = "approve or refuse it" if ask.kind == rules.APPROVAL else "answer it"
+    todo = "approve or refuse it" if ask.kind == vocabulary.APPROVAL else "answer it"
     line = (
         f":bell: *Reminder* for {who}: `{ref}` ({fit(question(ask), 200)}) is still open. "
         f"Please {todo} by {slack_date(ask.deadline)}, with the buttons on its message above."

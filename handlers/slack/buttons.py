@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.app.ports import AskRow
-from core.domain import formats, rules
+from core.domain import formats, refs, vocabulary
 from handlers.slack.text import clip
 
 # What aye's buttons carry. Every action id starts with ACTION_PREFIX, so one catch-all
@@ -22,8 +22,8 @@ DEFAULT_INBOX = "http://127.0.0.1:8080/inbox"  # aye's own address, unless AYE_P
 BUTTONS_BLOCK = "aye_buttons"
 BUTTON_MAX = 75  # Slack's limit on a button's text
 
-STYLES = {rules.APPROVE: "primary", rules.REFUSE: "danger"}
-LABELS = {rules.APPROVE: "Approve", rules.REFUSE: "Refuse"}
+STYLES = {vocabulary.APPROVE: "primary", vocabulary.REFUSE: "danger"}
+LABELS = {vocabulary.APPROVE: "Approve", vocabulary.REFUSE: "Refuse"}
 # The buttons of a confirm and an ack: (label, the word answered, style), per format.
 WORDS = {
     formats.CONFIRM: (("Yes", "yes", "primary"), ("No", "no", None)),
@@ -85,14 +85,14 @@ def _approval_buttons(ask: AskRow, inbox: str) -> list[dict[str, Any]]:
     """Approve answers at once; Refuse opens a modal asking why (the reason is optional).
     Under step-up (the gate's sign_in_within) an approval counts only from the inbox, after a
     recent sign-in: "Approve in the inbox" links there instead, and Refuse stays."""
-    options = ask.options or [rules.APPROVE, rules.REFUSE]
-    approve = options.index(rules.APPROVE) + 1 if rules.APPROVE in options else 1
-    first = _button(LABELS[rules.APPROVE], f"{OPTION_ACTION}{approve}", option_value(ask, approve),
-                    STYLES[rules.APPROVE])
+    options = ask.options or [vocabulary.APPROVE, vocabulary.REFUSE]
+    approve = options.index(vocabulary.APPROVE) + 1 if vocabulary.APPROVE in options else 1
+    first = _button(LABELS[vocabulary.APPROVE], f"{OPTION_ACTION}{approve}", option_value(ask, approve),
+                    STYLES[vocabulary.APPROVE])
     if ask.sign_in_within is not None:
-        first = _button("Approve in the inbox", INBOX_ACTION, ask.id, STYLES[rules.APPROVE])
-        first["url"] = f"{inbox}/{rules.ref(ask)}"
-    return [first, _button(LABELS[rules.REFUSE], REFUSE_ACTION, ask.id, STYLES[rules.REFUSE])]
+        first = _button("Approve in the inbox", INBOX_ACTION, ask.id, STYLES[vocabulary.APPROVE])
+        first["url"] = f"{inbox}/{refs.ref(ask)}"
+    return [first, _button(LABELS[vocabulary.REFUSE], REFUSE_ACTION, ask.id, STYLES[vocabulary.REFUSE])]
 
 
 def button_elements(ask: AskRow, inbox: str = DEFAULT_INBOX) -> list[dict[str, Any]]:
@@ -120,7 +120,7 @@ def affirmative(button: dict[str, Any]) -> bool:
 
 def _elements(ask: AskRow, inbox: str) -> list[dict[str, Any]]:
     fmt = formats.format_of(ask)
-    if ask.kind == rules.APPROVAL:
+    if ask.kind == vocabulary.APPROVAL:
         return _approval_buttons(ask, inbox)
     if fmt == formats.CHOICE:
         return [

@@ -12,7 +12,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 from core.app.ports import AskRow
-from core.domain import formats, forms, rules
+from core.domain import formats, forms, vocabulary
 from handlers.slack import starts
 from handlers.slack.text import clip, fit
 
@@ -221,7 +221,7 @@ def _bound(value: Any, whole: bool, up: bool) -> str | None:
 def refusal_modal(ask: AskRow, ref: str) -> dict[str, Any] | None:
     """What the Refuse button of an approval opens: an optional reason, which the agent reads
     as the answer's note. None for an ask that is not an approval."""
-    if ask.kind != rules.APPROVAL:
+    if ask.kind != vocabulary.APPROVAL:
         return None
     element = {
         "type": "plain_text_input", "action_id": REASON_INPUT, "multiline": True,

@@ -17,7 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from core.app.ports import AskRow
 from core.app.service import Service
-from core.domain import rules
+from core.domain import refs, vocabulary
 from core.domain.ask import is_external
 from core.domain.logline import emit
 from handlers.slack import blocks, media
@@ -70,7 +70,7 @@ class Posts:
     # -- the outbox actions ------------------------------------------------------------------
 
     async def post(self, ask: AskRow, turn: Turn) -> None:
-        if ask.status != rules.OPEN:
+        if ask.status != vocabulary.OPEN:
             return  # closed before it could be shown: there is nothing left to ask
         if await self.asks.post_location(ask, SURFACE) is not None:
             return
@@ -78,7 +78,7 @@ class Posts:
         if target is None:
             emit(log, "slack.no_target", level=logging.WARNING, id=ask.id)
             return
-        ref = rules.ref(ask)
+        ref = refs.ref(ask)
         ts = await self._find(target, ask, blocks.ASK_EVENT, ask.created_at)
         if ts is None:
             ts = await self._send(target, blocks.question_message(ask, ref, self.inbox), turn)
@@ -92,15 +92,15 @@ class Posts:
         )
 
     async def close(self, ask: AskRow) -> None:
-        ref = rules.ref(ask)
+        ref = refs.ref(ask)
         await self._rewrite(ask, lambda again: blocks.closed_message(ask, ref, again))
 
     async def update(self, ask: AskRow) -> None:
         """Still open, but changed (a quorum's count): show it again in each of its messages,
         buttons kept. Once closed there is nothing to do: the close shows the end."""
-        if ask.status != rules.OPEN:
+        if ask.status != vocabulary.OPEN:
             return
-        ref = rules.ref(ask)
+        ref = refs.ref(ask)
 
         def shown(again: bool) -> blocks.Message:
             build = blocks.escalation_message if again else blocks.question_message
@@ -128,7 +128,7 @@ class Posts:
         or never shown in Slack, or waiting on an outside system (an external ask: nobody here
         can answer it); a reminder already posted (a crash before the outbox knew) is not
         posted again."""
-        if ask.status != rules.OPEN or is_external(ask):
+        if ask.status != vocabulary.OPEN or is_external(ask):
             return
         location = await self.asks.post_location(ask, SURFACE)
         if location is None:
@@ -137,13 +137,13 @@ class Posts:
         since = ask.reminded_at or ask.created_at
         if await self._find(thread, ask, blocks.REMINDER_EVENT, since) is not None:
             return
-        await self._send(thread, blocks.reminder_message(ask, rules.ref(ask)), turn)
-        emit(log, "slack.reminded", id=ask.id, ref=rules.ref(ask), channel=thread.channel)
+        await self._send(thread, blocks.reminder_message(ask, refs.ref(ask)), turn)
+        emit(log, "slack.reminded", id=ask.id, ref=refs.ref(ask), channel=thread.channel)
 
     async def escalate(self, ask: AskRow, turn: Turn) -> None:
-        if ask.status != rules.OPEN:
+        if ask.status != vocabulary.OPEN:
             return
-        ref = rules.ref(ask)
+        ref = refs.ref(ask)
         location = await self.asks.post_location(ask, SURFACE)
         if location is not None:
             target = Where(location["channel"], location.get("thread_ts") or location["ts"])

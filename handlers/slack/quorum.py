@@ -4,7 +4,7 @@ and whom a reminder names. Pure, no I/O."""
 from __future__ import annotations
 
 from core.app.ports import AskRow
-from core.domain import rules
+from core.domain import vocabulary
 from handlers.slack.settings import SURFACE
 from handlers.slack.text import people, person
 
@@ -16,7 +16,7 @@ MOST_NAMED = 30
 
 def needed(ask: AskRow) -> int:
     """How many distinct people must approve (1 for a question or a plain approval)."""
-    return (ask.approvals_needed or 1) if ask.kind == rules.APPROVAL else 1
+    return (ask.approvals_needed or 1) if ask.kind == vocabulary.APPROVAL else 1
 
 
 def quorum_line(ask: AskRow) -> str | None:

@@ -8,7 +8,7 @@ as people read it (formats.plain: `web, cache`, `yes`), never as the JSON the st
 from __future__ import annotations
 
 from core.app.ports import AnswerResult, AskRow
-from core.domain import formats, rules
+from core.domain import formats, rules, vocabulary
 from handlers.slack import quorum, starts
 from handlers.slack.text import fit
 
@@ -23,16 +23,16 @@ OUTSIDER_WHY = (
 def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
     """The ephemeral line after a press or a submission: taken, or why not, in words."""
     if not result.taken:
-        why = rules.REASONS.get(result.reason or "", "it could not be taken")
+        why = vocabulary.REASONS.get(result.reason or "", "it could not be taken")
         return f"Your answer to `{ref}` was not taken: {why}."
     taken = result.ask or ask
-    if taken.kind == rules.APPROVAL and taken.status == rules.OPEN:
+    if taken.kind == vocabulary.APPROVAL and taken.status == vocabulary.OPEN:
         return quorum.counted_reply(taken, ref)  # counted towards a quorum not yet reached
-    if starts.is_start(taken) and taken.outcome in (rules.APPROVED, rules.APPROVAL_REFUSED):
+    if starts.is_start(taken) and taken.outcome in (vocabulary.APPROVED, vocabulary.APPROVAL_REFUSED):
         return _start_reply(taken, ref)
-    if taken.outcome == rules.APPROVED:
+    if taken.outcome == vocabulary.APPROVED:
         return f"You approved `{fit(taken.operation or ref, 200)}` (`{ref}`)."
-    if taken.outcome == rules.APPROVAL_REFUSED:
+    if taken.outcome == vocabulary.APPROVAL_REFUSED:
         return f"You refused `{fit(taken.operation or ref, 200)}` (`{ref}`)."
     shown = None if taken.sensitive else formats.plain(taken, taken.answer_value)
     if not shown:
@@ -43,7 +43,7 @@ def reply(ask: AskRow, ref: str, result: AnswerResult) -> str:
 def _start_reply(taken: AskRow, ref: str) -> str:
     """To whoever decided a start: what they let start, or what they cancelled."""
     started = fit(starts.what(taken), 300)
-    if taken.outcome == rules.APPROVED:
+    if taken.outcome == vocabulary.APPROVED:
         return f"You approved {started} (`{ref}`)."
     return f"You refused {started} (`{ref}`): {starts.cancelled(taken)}."
 
@@ -52,17 +52,17 @@ def not_taken_error(result: AnswerResult) -> str:
     """Why a modal's answer was not taken, said in the modal under its first input."""
     if result.misfit is not None:
         return result.misfit.message
-    why = rules.REASONS.get(result.reason or "", "it could not be taken")
+    why = vocabulary.REASONS.get(result.reason or "", "it could not be taken")
     return f"Not taken: {why}."
 
 
 def not_open_reply(ask: AskRow, ref: str) -> str:
-    why = rules.REASONS.get(rules.closed_reason(ask.status), "it is closed")
+    why = vocabulary.REASONS.get(rules.closed_reason(ask.status), "it is closed")
     return f"`{ref}` cannot be answered any more: {why}."
 
 
 def not_yours_reply(ref: str) -> str:
-    return f"You cannot answer `{ref}`: {rules.REASONS['not_a_responder']}."
+    return f"You cannot answer `{ref}`: {vocabulary.REASONS['not_a_responder']}."
 
 
 def external_reply(ask: AskRow, ref: str) -> str:
@@ -79,7 +79,7 @@ def external_error(ask: AskRow) -> str:
 
 def outsider_reply(ref: str) -> str:
     """To a person of another Slack organisation (a Slack Connect channel) who pressed."""
-    return f"Your answer to `{ref}` was not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."
+    return f"Your answer to `{ref}` was not taken: {vocabulary.REASONS['not_a_responder']}: {OUTSIDER_WHY}."
 
 
 UNKNOWN_ASK_REPLY = "aye does not know this question any more, so nothing was recorded."
@@ -91,4 +91,4 @@ FAILED_REPLY = (
 EMPTY_ANSWER_ERROR = "Write an answer first."
 UNKNOWN_ASK_ERROR = "aye does not know this question any more, so nothing was recorded."
 STALE_MODAL_ERROR = "This form no longer matches the question, so nothing was recorded."
-OUTSIDER_ERROR = f"Not taken: {rules.REASONS['not_a_responder']}: {OUTSIDER_WHY}."
+OUTSIDER_ERROR = f"Not taken: {vocabulary.REASONS['not_a_responder']}: {OUTSIDER_WHY}."

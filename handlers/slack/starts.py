@@ -12,7 +12,7 @@ from typing import Any
 
 from core.app.ports import AskRow
 from core.domain import ask as domain_ask
-from core.domain import rules
+from core.domain import identity, rules, vocabulary
 from core.domain.ask import is_start as is_start  # the surfaces ask it of this module
 from handlers.slack import media, quorum
 from handlers.slack.settings import SURFACE
@@ -45,7 +45,7 @@ def where(ask: AskRow) -> str:
     github = work.get("github")
     if isinstance(github, dict):
         return f"{github.get('repo')}#{github.get('number')}"
-    return rules.work_key(work) or "this work"
+    return identity.work_key(work) or "this work"
 
 
 def question(ask: AskRow) -> str:
@@ -114,16 +114,16 @@ def cancelled(ask: AskRow) -> str:
 def outcome_line(ask: AskRow) -> str | None:
     """How the start was decided, in words; None for an ending said as for any approval."""
     ended = rules.ending(ask)
-    if ended == rules.APPROVED:
+    if ended == vocabulary.APPROVED:
         return (f":white_check_mark: Start approved by {quorum.approved_by(ask)}: "
                 f"{fit(agent(ask), AGENT_MAX)} may start.")
-    if ended == rules.APPROVAL_REFUSED:
+    if ended == vocabulary.APPROVAL_REFUSED:
         who = person(ask.answered_by) if ask.answered_by else "someone"
         return f":no_entry: Start refused by {who} — {cancelled(ask)}.{quorum.refused_after(ask)}"
-    if ended == rules.APPROVAL_TIMED_OUT:
+    if ended == vocabulary.APPROVAL_TIMED_OUT:
         return (f":hourglass: Start refused: {quorum.too_few(ask)} by "
                 f"{slack_date(ask.deadline)} — {cancelled(ask)}.")
-    if ended == rules.WITHDRAWN:
+    if ended == vocabulary.WITHDRAWN:
         return ":leftwards_arrow_with_hook: Withdrawn: the agent no longer asks to start."
     return None
 

@@ -21,7 +21,7 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.app.ports import AskRow
-from core.domain import formats, rules
+from core.domain import formats, vocabulary
 from core.domain.ask import is_external
 from core.domain.forms import Misfit
 from core.domain.logline import emit
@@ -56,9 +56,9 @@ def _answer(ask: AskRow, values: dict[str, Any]) -> Answer:
 
 
 def _refusal(ask: AskRow, values: dict[str, Any]) -> Answer:
-    if ask.kind != rules.APPROVAL:
+    if ask.kind != vocabulary.APPROVAL:
         raise Misfit(replies.STALE_MODAL_ERROR)
-    return Answer(rules.REFUSE, submitted.reason(values))
+    return Answer(vocabulary.REFUSE, submitted.reason(values))
 
 
 async def _errors(ack: AsyncAck, block: str, words: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from core.domain import rules
+from core.domain import identity, vocabulary
 from core.domain.policy import START
 from core.domain.visible import visible
 from handlers.kit.cards import RUN_WORDS, Entry, moment, who
@@ -32,7 +32,7 @@ ACTION_WORDS = {
 }
 # A known kind with nothing more to say, and the first words of a kind not known here.
 PLAIN_WORDS = {"reminded": "Reminded", "read": "Read by the agent"}
-# Why an answer was not taken, said of whoever gave it (rules.REASONS speaks to them).
+# Why an answer was not taken, said of whoever gave it (vocabulary.REASONS speaks to them).
 REASON_WORDS = {
     "not_a_responder": "not one of the people this is for",
     "invalid_answer": "the answer does not fit the question",
@@ -89,7 +89,7 @@ def _why(fields: Fields) -> str:
         return visible(str(message) if part.startswith("answer.") else f"the answer {message}")
     if not why:
         return "it was not taken"
-    return REASON_WORDS.get(str(why)) or rules.REASONS.get(str(why)) or _spoken(str(why)).lower()
+    return REASON_WORDS.get(str(why)) or vocabulary.REASONS.get(str(why)) or _spoken(str(why)).lower()
 
 
 def _created(fields: Fields, approval: bool) -> Worded:
@@ -122,7 +122,8 @@ def _undelivered(fields: Fields, approval: bool) -> Worded:
 def _answered(fields: Fields, approval: bool) -> Worded:
     outcome = fields.pop("outcome", None)
     approvers = fields.pop("approvers", None)
-    head = {rules.APPROVED: "Approved", rules.APPROVAL_REFUSED: "Refused"}.get(str(outcome), "Answered")
+    heads = {vocabulary.APPROVED: "Approved", vocabulary.APPROVAL_REFUSED: "Refused"}
+    head = heads.get(str(outcome), "Answered")
     words = head + _by(fields)
     if isinstance(approvers, list) and len(approvers) > 1:
         words += f", the last of {len(approvers)} approvals: {', '.join(who(str(a)) for a in approvers)}"
@@ -245,5 +246,5 @@ def _value(key: str, value: Any, now: float) -> str:
     if isinstance(value, list):
         return ", ".join(_value(key, v, now) or "none" for v in value)
     if isinstance(value, dict):
-        return visible(rules.canonical_json(value))
+        return visible(identity.canonical_json(value))
     return visible(str(value))

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from core.app.ports import AnswerResult, AskRow
 from core.app.service import BY_TOKEN, Service, Sessions
-from core.domain import formats, rules
+from core.domain import formats, refs, vocabulary
 from core.domain.answering import NOT_A_RESPONDER, SIGN_IN_REQUIRED, Attempt
 from core.domain.ask import is_external
 from core.domain.responders import OPERATOR, Responder
@@ -143,7 +143,7 @@ class Inbox:
         every = request.query.get("status") == "all"
         text = request.query.get("cursor", "")
         cursor = int(text) if PLAIN_INTEGER.fullmatch(text) else None
-        status = None if every else rules.OPEN
+        status = None if every else vocabulary.OPEN
         words = request.query.get("q", "").strip()[:MAX_SEARCH]
         who = _person(request)
         if words:  # ?q=: words of the question, context or operation, a ref, an agent
@@ -177,7 +177,7 @@ class Inbox:
         now = self.asks.clock.now()
         card = cards.card(ask, now, whole_input=True)
         await self._receipt(request, ask, card)
-        approval = ask.kind == rules.APPROVAL
+        approval = ask.kind == vocabulary.APPROVAL
         card.history = history.entries(await self.asks.history(ask.seq or 0), now, approval)
         page_url = f"/inbox/{card.ref}"
         context = {
@@ -191,7 +191,7 @@ class Inbox:
     async def _receipt(self, request: web.Request, ask: AskRow, card: cards.Card) -> None:
         """A decided approval's receipt on its page, and the line that checks it against
         GET /v1/keys where this person reaches aye."""
-        if ask.kind != rules.APPROVAL or ask.status == rules.OPEN:
+        if ask.kind != vocabulary.APPROVAL or ask.status == vocabulary.OPEN:
             return
         card.receipt = await self.asks.receipt(ask)
         if card.receipt:
@@ -227,10 +227,10 @@ class Inbox:
             return self._confirm_page(request, ask, posted, back)
         else:
             flash, now = await self._answer(request, ask, posted)
-            if not flash.ok and flash.reason not in NO_RETYPE and now.status == rules.OPEN:
+            if not flash.ok and flash.reason not in NO_RETYPE and now.status == vocabulary.OPEN:
                 return await self._refused_page(request, now, posted, flash)
         if flash.reason == SIGN_IN_REQUIRED:  # step-up: sign in again, and back to the ask
-            again = _url(LOGIN, {"next": f"/inbox/{rules.ref(ask) if ask else ''}", "again": "1"})
+            again = _url(LOGIN, {"next": f"/inbox/{refs.ref(ask) if ask else ''}", "again": "1"})
             return web.Response(status=303, headers={"Location": again})
         response = web.Response(status=303, headers={"Location": back})
         response.set_cookie(FLASH_COOKIE, self.flashes.sign(flash), max_age=FLASH_S, path="/",
@@ -239,12 +239,12 @@ class Inbox:
 
     async def _answer(self, request: web.Request, ask: AskRow, posted: Any) -> tuple[Flash, AskRow]:
         """The outcome in words, and the ask as it now stands."""
-        ref = rules.ref(ask)
+        ref = refs.ref(ask)
         note = posted.get("note", "").strip() or None
         if note is not None and len(note) > MAX_NOTE:
             words = f"Not answered: the note must be at most {MAX_NOTE} characters."
             return Flash(False, words, ref), ask
-        control = cards.APPROVAL_CONTROL if ask.kind == rules.APPROVAL else formats.format_of(ask)
+        control = cards.APPROVAL_CONTROL if ask.kind == vocabulary.APPROVAL else formats.format_of(ask)
         given = fields.given(control, posted, ask.form_schema)
         session = request.get(SESSION)
         who = _person(request) or OPERATOR
@@ -261,7 +261,7 @@ class Inbox:
         card = cards.card(ask, now, whole_input=True)
         card.typed = typed(ask, posted)
         card.history = history.entries(await self.asks.history(ask.seq or 0), now,
-                                       ask.kind == rules.APPROVAL)
+                                       ask.kind == vocabulary.APPROVAL)
         page_url = f"/inbox/{card.ref}"
         context = {
             "heading": cards.heading(ask), "open_count": await self._open_count(request),
@@ -275,7 +275,7 @@ class Inbox:
         """A destructive ask's affirmative answer, sent without the page's script: the same
         answer again with `confirmed`, or Cancel back to where it came from."""
         fields_ = [(k, v) for k, v in posted.items() if k not in ("csrf", "confirmed")]
-        context = {"ref": rules.ref(ask), "heading": cards.heading(ask), "back": back,
+        context = {"ref": refs.ref(ask), "heading": cards.heading(ask), "back": back,
                    "fields": fields_, "chosen": chosen_words(ask, posted)}
         return self.render(request, "confirm.html", context)
 
@@ -296,7 +296,7 @@ def needs_confirming(ask: AskRow, posted: Any) -> bool:
     if not ask.danger or posted.get("confirmed") == "1":
         return False
     given = posted.get("answer", "")
-    if ask.kind == rules.APPROVAL:
+    if ask.kind == vocabulary.APPROVAL:
         return bool(given != "refuse")
     return not (formats.format_of(ask) == formats.CONFIRM and given == "no")
 
@@ -311,7 +311,7 @@ def typed(ask: AskRow, posted: Any) -> dict[str, list[str]]:
 def chosen_words(ask: AskRow, posted: Any) -> str:
     """The answer about to be sent, as the confirm page names it."""
     given = str(posted.get("answer", ""))
-    if ask.kind == rules.APPROVAL:
+    if ask.kind == vocabulary.APPROVAL:
         return "Approve"
     options = list(ask.options or [])
     if given.isdigit() and 1 <= int(given) <= len(options):
@@ -330,7 +330,7 @@ def outcome(result: AnswerResult, ask: AskRow) -> str:
     if misfit is not None:
         return f"Not answered: {misfit.message if misfit.label else 'the answer ' + misfit.words}."
     reason = result.reason or "closed"
-    return f"Not answered: {rules.REASONS.get(reason, reason)}."
+    return f"Not answered: {vocabulary.REASONS.get(reason, reason)}."
 
 
 def _shown_identity(session: Any) -> str | None:
