@@ -2,7 +2,8 @@
 
 The vocabulary they speak is core/domain/vocabulary.py, refs are core/domain/refs.py, and the
 hashing of a question's body and of an input as shown is core/domain/identity.py's. Their names
-are re-exported here for the modules that still read them as `rules.X`.
+are re-exported here for the tests that still read them as `rules.X`; product code imports them
+from where they live.
 """
 
 from __future__ import annotations
