@@ -25,8 +25,8 @@ SERVE_ENV = """environment (a .env file in the working folder is read too; the r
   AYE_AUDIT_HEAD_EVERY  how often a signed head of the audit chain goes to the log (default 1h)
   AYE_LOG_FORMAT        text (default) or json: one JSON object per line
   AYE_LOG_LEVEL         debug, info (default), warning or error
-  AYE_SMTP_URL          turns on email: smtp://[user:pass@]host:port (STARTTLS when offered;
-                        ?tls=off for a local relay) or smtps://…
+  AYE_SMTP_URL          turns on email: smtp://[user:pass@]host:port (STARTTLS when offered),
+                        smtp+starttls://… (STARTTLS required) or smtps://… (implicit TLS)
   AYE_MAIL_FROM         the From address of aye's mail (required with AYE_SMTP_URL)
   SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_API_URL        the Slack surface (both tokens turn it on)
   GITHUB_WEBHOOK_SECRET, GITHUB_APP_ID, GITHUB_PRIVATE_KEY, GITHUB_PRIVATE_KEY_PATH,
